@@ -1,0 +1,104 @@
+import type { Histogram, IntervalReport, Metric } from '../report/index.js'
+
+/** Milliseconds since the Unix epoch. */
+export type EpochMs = number
+
+/** Which series a query covers. A label left out (undefined) matches every value. */
+export interface Selector {
+  readonly service?: string
+  readonly model?: string
+  readonly version?: string
+  readonly replica?: string
+  readonly node?: string
+}
+
+/** A half-open time range `[fromMs, toMs)`. */
+export interface TimeRange {
+  readonly fromMs: EpochMs
+  readonly toMs: EpochMs
+}
+
+/** Request counters summed over a selector and range. */
+export interface RequestCounts {
+  readonly ok: number
+  readonly error: number
+  readonly shed: number
+  readonly errorClasses: Readonly<Record<string, number>>
+  readonly outputTokens: number
+}
+
+/** One series that has reported, with the last time it did. */
+export interface ServiceInfo {
+  readonly service: string
+  readonly model: string
+  readonly version: string
+  readonly replica: string
+  readonly node: string
+  readonly lastSeenMs: EpochMs
+  readonly firstSeenMs: EpochMs
+}
+
+export type IngestOutcome = { readonly kind: 'stored' } | { readonly kind: 'duplicate' }
+
+/** The rollup resolutions, finest first. The finest is the storage grid every report is folded into. */
+export interface RollupLevel {
+  readonly name: string
+  readonly stepMs: number
+  /** How long rows of this level are kept; `null` keeps them forever. */
+  readonly retentionMs: number | null
+}
+
+/**
+ * Everything the collector's routes, the SLO engine and the controller need from storage. Only
+ * `createStore(config)` knows whether SQLite or PostgreSQL sits behind it.
+ *
+ * Time ranges are aligned to the finest rollup step (10 s by default): a bucket belongs to a range
+ * when its start lies in `[fromMs, toMs)`.
+ *
+ * @example
+ * ```ts
+ * const store = await createStore({ db: 'sqlite:./tailguard.db' })
+ * await store.ingest(report, Date.now())
+ * const h = await store.histograms({ service: 'chat' }, { fromMs, toMs }, ['total'])
+ * ```
+ */
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres'
+  /** Applies pending migrations; never throws for a migration failure, returns it. */
+  migrate(): Promise<
+    { kind: 'ok'; applied: readonly string[] } | { kind: 'failed'; migration: string; error: string }
+  >
+  /**
+   * Stores one report durably (one transaction), or reports it as a duplicate of one already stored
+   * (same agent instance and seq). Resolves only once the data is committed.
+   */
+  ingest(report: IntervalReport, receivedAtMs: EpochMs): Promise<IngestOutcome>
+  /** Merged histograms per metric over the selector and range, using the coarsest rollups that fit. */
+  histograms(
+    selector: Selector,
+    range: TimeRange,
+    metrics: readonly Metric[],
+  ): Promise<Map<Metric, Histogram>>
+  /** One merged histogram per step-aligned bucket, oldest first; buckets with no data are absent. */
+  timeseries(
+    selector: Selector,
+    range: TimeRange,
+    metric: Metric,
+    stepMs: number,
+  ): Promise<Array<{ readonly tMs: EpochMs; readonly histogram: Histogram }>>
+  /** Request counters over the selector and range. */
+  counts(selector: Selector, range: TimeRange): Promise<RequestCounts>
+  /** Request counters per step-aligned bucket (for error-rate series and SLO windows). */
+  countSeries(
+    selector: Selector,
+    range: TimeRange,
+    stepMs: number,
+  ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>
+  /** Every series that has reported, with first and last seen times. */
+  services(): Promise<ServiceInfo[]>
+  /** Builds closed rollups and deletes rows past retention. Safe to run from several collectors at once. */
+  compact(nowMs: EpochMs): Promise<{ readonly rolledUp: number; readonly deleted: number }>
+  /** True when the database answers. */
+  ping(): Promise<boolean>
+  close(): Promise<void>
+}
