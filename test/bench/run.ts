@@ -1,4 +1,3 @@
-/* eslint-disable no-console */
 import { readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
