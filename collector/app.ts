@@ -1,0 +1,173 @@
+import { existsSync } from 'node:fs'
+import Fastify from 'fastify'
+import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify'
+import fastifyStatic from '@fastify/static'
+import fastifySwagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Registry } from 'prom-client'
+import { createTokenAuth } from './auth.js'
+import type { Scope, TokenEntry } from './auth.js'
+import { TailguardError } from './errors.js'
+import type { Store } from './store/types.js'
+import { reportRoutes } from './routes/reports.js'
+import { queryRoutes } from './routes/query.js'
+import { healthRoutes } from './routes/health.js'
+import { metricsRoutes } from './routes/metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    store: Store
+    clock: () => number
+    promRegistry: Registry
+  }
+  interface FastifyContextConfig {
+    /** The token scope a route needs; routes without one are public (health probes, dashboard files). */
+    scope?: Scope
+  }
+}
+
+/** Options of {@link buildCollector}. Defaults live in COLLECTOR_DEFAULTS (collector/config). */
+export interface CollectorAppOptions {
+  readonly tokens: readonly TokenEntry[]
+  /** Largest accepted report body, bytes. */
+  readonly reportBodyLimitBytes: number
+  /** Largest accepted body on any other route, bytes. */
+  readonly bodyLimitBytes: number
+  /** Folder of the built dashboard (dist/dashboard); not served when absent. */
+  readonly dashboardDir?: string | null
+  /** When true, /metrics needs no token (for scrapers that cannot send one). */
+  readonly metricsPublic?: boolean
+}
+
+export interface CollectorDeps {
+  readonly store: Store
+  readonly clock?: () => number
+  /** A pino-compatible logger; silent when left out. */
+  readonly logger?: FastifyBaseLogger
+  /** Called by the app's route plugins that other components add (SLO engine, controller, GPU routes). */
+  readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>
+}
+
+/**
+ * Builds the collector's HTTP app without listening (STYLE.md section 3): `/api/v1/*` (reports, queries,
+ * OpenAPI), `/metrics`, `/healthz`, `/readyz` and the dashboard. Only `main.ts`/the CLI calls `listen`.
+ *
+ * @example
+ * ```ts
+ * const app = await buildCollector({ tokens, reportBodyLimitBytes: 8 << 20, bodyLimitBytes: 1 << 20 }, { store })
+ * const res = await app.inject({ method: 'GET', url: '/api/v1/latency?service=chat', headers: { authorization: 'Bearer …' } })
+ * ```
+ */
+export async function buildCollector(
+  opts: CollectorAppOptions,
+  deps: CollectorDeps,
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: opts.bodyLimitBytes,
+    disableRequestLogging: true,
+    ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorate('store', deps.store)
+  app.decorate('clock', deps.clock ?? Date.now)
+  app.decorate('promRegistry', new Registry())
+
+  const auth = createTokenAuth(opts.tokens)
+  app.addHook('onRequest', async (req, reply) => {
+    let scope = req.routeOptions.config?.scope
+    if (req.url === '/metrics' && opts.metricsPublic) scope = undefined
+    if (!scope) return
+    const result = auth.check(req.headers.authorization, scope)
+    switch (result.kind) {
+      case 'ok':
+        return
+      case 'missing':
+        await reply
+          .code(401)
+          .header('www-authenticate', 'Bearer')
+          .send({
+            code: 'TG_ERR_UNAUTHORIZED',
+            statusCode: 401,
+            message: 'missing bearer token (Authorization: Bearer <token>)',
+          })
+        return reply
+      case 'invalid':
+        await reply
+          .code(401)
+          .header('www-authenticate', 'Bearer error="invalid_token"')
+          .send({ code: 'TG_ERR_UNAUTHORIZED', statusCode: 401, message: 'invalid bearer token' })
+        return reply
+      case 'forbidden':
+        await reply.code(403).send({
+          code: 'TG_ERR_FORBIDDEN',
+          statusCode: 403,
+          message: `this route needs a token with ${scope} scope; the token given has ${result.have} scope`,
+        })
+        return reply
+    }
+  })
+
+  app.setErrorHandler((err: FastifyError | TailguardError, req, reply) => {
+    if (err instanceof TailguardError) {
+      return reply
+        .code(err.statusCode)
+        .send({ code: err.code, statusCode: err.statusCode, message: err.message })
+    }
+    const status = err.statusCode ?? 500
+    if (err.validation) {
+      return reply.code(400).send({ code: 'TG_ERR_BAD_REQUEST', statusCode: 400, message: err.message })
+    }
+    if (status >= 400 && status < 500) {
+      const code =
+        status === 413
+          ? 'TG_ERR_PAYLOAD_TOO_LARGE'
+          : status === 415
+            ? 'TG_ERR_UNSUPPORTED_MEDIA_TYPE'
+            : status === 404
+              ? 'TG_ERR_NOT_FOUND'
+              : 'TG_ERR_BAD_REQUEST'
+      return reply.code(status).send({ code, statusCode: status, message: err.message })
+    }
+    req.log.error({ err }, 'request failed')
+    return reply
+      .code(500)
+      .send({ code: 'TG_ERR_INTERNAL', statusCode: 500, message: 'internal error (see the collector log)' })
+  })
+
+  app.setNotFoundHandler((req, reply) =>
+    reply
+      .code(404)
+      .send({
+        code: 'TG_ERR_NOT_FOUND',
+        statusCode: 404,
+        message: `no route ${req.method} ${req.url.split('?')[0]}`,
+      }),
+  )
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'tailguard API', version: '1' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  })
+
+  await app.register(healthRoutes)
+  await app.register(metricsRoutes)
+  await app.register(
+    async (api) => {
+      await api.register(reportRoutes, { bodyLimit: opts.reportBodyLimitBytes })
+      await api.register(queryRoutes)
+      for (const plugin of deps.plugins ?? []) await api.register(plugin)
+      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+    },
+    { prefix: '/api/v1' },
+  )
+
+  if (opts.dashboardDir && existsSync(opts.dashboardDir)) {
+    await app.register(fastifyStatic, { root: opts.dashboardDir, prefix: '/', index: ['index.html'] })
+  }
+  return app
+}
