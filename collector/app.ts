@@ -83,14 +83,11 @@ export async function buildCollector(
       case 'ok':
         return
       case 'missing':
-        await reply
-          .code(401)
-          .header('www-authenticate', 'Bearer')
-          .send({
-            code: 'TG_ERR_UNAUTHORIZED',
-            statusCode: 401,
-            message: 'missing bearer token (Authorization: Bearer <token>)',
-          })
+        await reply.code(401).header('www-authenticate', 'Bearer').send({
+          code: 'TG_ERR_UNAUTHORIZED',
+          statusCode: 401,
+          message: 'missing bearer token (Authorization: Bearer <token>)',
+        })
         return reply
       case 'invalid':
         await reply
@@ -136,13 +133,11 @@ export async function buildCollector(
   })
 
   app.setNotFoundHandler((req, reply) =>
-    reply
-      .code(404)
-      .send({
-        code: 'TG_ERR_NOT_FOUND',
-        statusCode: 404,
-        message: `no route ${req.method} ${req.url.split('?')[0]}`,
-      }),
+    reply.code(404).send({
+      code: 'TG_ERR_NOT_FOUND',
+      statusCode: 404,
+      message: `no route ${req.method} ${req.url.split('?')[0]}`,
+    }),
   )
 
   await app.register(fastifySwagger, {

@@ -46,3 +46,11 @@ export type {
   IngestOutcome,
   RollupLevel,
 } from './store/types.js'
+export {
+  CONFIG_DEFAULTS,
+  DEFAULT_COLLECTOR_PORT,
+  DEFAULT_OTLP_PORT,
+  readConfigFile,
+  resolveConfig,
+} from './config/index.js'
+export type { TailguardConfig, CollectorConfig, AgentConfig, StartConfig } from './config/index.js'

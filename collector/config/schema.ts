@@ -1,0 +1,138 @@
+import { Type } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 })
+const Scope = Type.Union([Type.Literal('read'), Type.Literal('admin')])
+const Secret = Type.String({ minLength: 16, maxLength: 512, pattern: '^\\S+$' })
+
+export const CollectorSection = Type.Object(
+  {
+    host: Type.String({ minLength: 1 }),
+    port: Port,
+    /** A SQLite file path (or `sqlite:path`, `:memory:`) or a `postgres://` URL. */
+    db: Type.String({ minLength: 1 }),
+    apiTokens: Type.Array(
+      Type.Object(
+        { token: Secret, scope: Scope, name: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
+    agentTokens: Type.Array(
+      Type.Object({ token: Secret, name: Type.Optional(Type.String()) }, { additionalProperties: false }),
+    ),
+    reportBodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 }),
+    bodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 }),
+    compactEveryMs: Type.Integer({ minimum: 1000 }),
+    metricsPublic: Type.Boolean(),
+    /** A file or folder of SLO definitions (tailguard YAML or OpenSLO), reloaded on change. */
+    slos: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+)
+
+export const AgentSection = Type.Object(
+  {
+    id: Type.String({ minLength: 1, maxLength: 256 }),
+    node: Type.String({ maxLength: 256 }),
+    collector: Type.String({ pattern: '^https?://' }),
+    token: Type.String(),
+    intervalMs: Type.Integer({ minimum: 100, maximum: 600_000 }),
+    spoolDir: Type.Union([Type.String(), Type.Null()]),
+    spoolMaxBytes: Type.Integer({ minimum: 1024 }),
+    otlp: Type.Object(
+      {
+        host: Type.String({ minLength: 1 }),
+        port: Port,
+        /** Bearer token OTLP exporters must send; null accepts unauthenticated spans (bind to loopback then). */
+        token: Type.Union([Type.String({ minLength: 8 }), Type.Null()]),
+        bodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 }),
+      },
+      { additionalProperties: false },
+    ),
+    /** Span → phase mapping overrides (see the README's OTLP section). */
+    mapping: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    /** Default labels for spans that lack them. */
+    labels: Type.Object(
+      {
+        service: Type.Optional(Type.String()),
+        model: Type.Optional(Type.String()),
+        version: Type.Optional(Type.String()),
+        replica: Type.Optional(Type.String()),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const StartSection = Type.Object(
+  {
+    dataDir: Type.String({ minLength: 1 }),
+    demo: Type.Boolean(),
+    /** How many times faster than real time the demo replays its trace. */
+    demoSpeed: Type.Number({ exclusiveMinimum: 0, maximum: 1000 }),
+    /** The trace the demo replays; null uses ../shared/traces/azure-llm-2023-conv.csv when present, else synthetic arrivals. */
+    demoTrace: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+)
+
+/** The whole `tailguard.yaml`: every section optional in the file, defaults fill the rest. */
+export const ConfigFileSchema = Type.Object(
+  {
+    version: Type.Optional(Type.Literal(1)),
+    collector: Type.Optional(Type.Partial(CollectorSection)),
+    agent: Type.Optional(
+      Type.Partial(
+        Type.Composite([
+          Type.Omit(AgentSection, ['otlp']),
+          Type.Object({ otlp: Type.Partial(AgentSection.properties.otlp) }),
+        ]),
+      ),
+    ),
+    start: Type.Optional(Type.Partial(StartSection)),
+  },
+  { additionalProperties: false },
+)
+
+export type CollectorConfig = Static<typeof CollectorSection>
+export type AgentConfig = Static<typeof AgentSection>
+export type StartConfig = Static<typeof StartSection>
+export type ConfigFile = Static<typeof ConfigFileSchema>
+
+export interface TailguardConfig {
+  readonly collector: CollectorConfig
+  readonly agent: AgentConfig
+  readonly start: StartConfig
+}
+
+export const DEFAULT_COLLECTOR_PORT = 7070
+export const DEFAULT_OTLP_PORT = 4318
+
+/** Every default in one place (STYLE.md section 5). */
+export const CONFIG_DEFAULTS: TailguardConfig = {
+  collector: {
+    host: '127.0.0.1',
+    port: DEFAULT_COLLECTOR_PORT,
+    db: 'tailguard.db',
+    apiTokens: [],
+    agentTokens: [],
+    reportBodyLimitBytes: 16 * 1024 * 1024,
+    bodyLimitBytes: 1024 * 1024,
+    compactEveryMs: 60_000,
+    metricsPublic: false,
+    slos: null,
+  },
+  agent: {
+    id: '',
+    node: '',
+    collector: `http://127.0.0.1:${DEFAULT_COLLECTOR_PORT}`,
+    token: '',
+    intervalMs: 5000,
+    spoolDir: null,
+    spoolMaxBytes: 64 * 1024 * 1024,
+    otlp: { host: '127.0.0.1', port: DEFAULT_OTLP_PORT, token: null, bodyLimitBytes: 8 * 1024 * 1024 },
+    labels: {},
+  },
+  start: { dataDir: '.tailguard', demo: true, demoSpeed: 10, demoTrace: null },
+}

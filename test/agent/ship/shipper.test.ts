@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import Fastify from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { createRecorder, createShipper, openSpool } from '../../../agent/index.js'
+import type { IntervalReport } from '../../../collector/index.js'
+
+const labels = { service: 'chat', model: 'm', version: '1', replica: 'r0', node: 'n' }
+
+/** A real HTTP endpoint standing in for the collector, whose failures the test controls. */
+async function fakeCollector(behaviour: { fail: number; status?: number }) {
+  const seen: IntervalReport[] = []
+  const keys = new Set<string>()
+  const app: FastifyInstance = Fastify({ bodyLimit: 16 << 20 })
+  app.post('/api/v1/reports', async (req, reply) => {
+    if (req.headers.authorization !== 'Bearer agent-token-123456')
+      return reply.code(401).send({ message: 'no' })
+    if (behaviour.fail > 0) {
+      behaviour.fail--
+      if (behaviour.status) return reply.code(behaviour.status).send({ message: 'failing on purpose' })
+      req.raw.socket.destroy()
+      return reply
+    }
+    const r = req.body as IntervalReport
+    const key = `${r.agent.instance}/${r.seq}`
+    const duplicate = keys.has(key)
+    keys.add(key)
+    if (!duplicate) seen.push(r)
+    return { status: duplicate ? 'duplicate' : 'stored', seq: r.seq }
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const addr = app.server.address() as { port: number }
+  return { app, seen, url: `http://127.0.0.1:${addr.port}` }
+}
+
+const closers: Array<() => Promise<unknown>> = []
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c()
+})
+
+describe('shipper', () => {
+  it('numbers reports, sends them in order and empties the spool on acknowledgement', async () => {
+    const c = await fakeCollector({ fail: 0 })
+    closers.push(() => c.app.close())
+    const recorder = createRecorder()
+    const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
+    const shipper = createShipper({
+      collectorUrl: c.url,
+      token: 'agent-token-123456',
+      agentId: 'a',
+      node: 'n',
+      intervalMs: 60_000,
+      recorder,
+      spool,
+    })
+    for (let i = 0; i < 3; i++) {
+      recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 1000 + i } })
+      await shipper.flush()
+    }
+    await shipper.flush() // nothing recorded: no empty report is sent
+    expect(c.seen.map((r) => r.seq)).toEqual([1, 2, 3])
+    expect(spool.size).toBe(0)
+    expect(shipper.stats.acked).toBe(3)
+  })
+
+  it('keeps reports through failures (dropped connections and 503s) and delivers each exactly once', async () => {
+    for (const behaviour of [{ fail: 3 }, { fail: 3, status: 503 }]) {
+      const c = await fakeCollector(behaviour)
+      closers.push(() => c.app.close())
+      const recorder = createRecorder()
+      const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
+      const shipper = createShipper({
+        collectorUrl: c.url,
+        token: 'agent-token-123456',
+        agentId: 'a',
+        node: 'n',
+        intervalMs: 60_000,
+        recorder,
+        spool,
+        backoff: { baseMs: 5, maxMs: 20 },
+      })
+      let total = 0
+      for (let i = 0; i < 5; i++) {
+        recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 500 } })
+        total++
+        await shipper.flush()
+      }
+      for (let i = 0; i < 50 && spool.size > 0; i++) {
+        await new Promise((r) => setTimeout(r, 25))
+        await shipper.flush()
+      }
+      expect(spool.size).toBe(0)
+      expect(c.seen.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5])
+      expect(c.seen.reduce((n, r) => n + r.series.reduce((m, s) => m + s.requests.ok, 0), 0)).toBe(total)
+      expect(shipper.stats.failures).toBeGreaterThanOrEqual(1)
+    }
+  })
+
+  it('drops a report the collector rejects as invalid instead of retrying it forever', async () => {
+    const c = await fakeCollector({ fail: 1, status: 400 })
+    closers.push(() => c.app.close())
+    const recorder = createRecorder()
+    const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
+    const logs: string[] = []
+    const shipper = createShipper({
+      collectorUrl: c.url,
+      token: 'agent-token-123456',
+      agentId: 'a',
+      node: 'n',
+      intervalMs: 60_000,
+      recorder,
+      spool,
+      log: (_l, m) => logs.push(m),
+    })
+    recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 500 } })
+    await shipper.flush()
+    expect(spool.size).toBe(0)
+    expect(shipper.stats.rejected).toBe(1)
+    expect(logs.join('\n')).toMatch(/rejected report seq 1 \(HTTP 400\)/)
+  })
+})
