@@ -45,4 +45,6 @@ export type {
   ServiceInfo,
   IngestOutcome,
   RollupLevel,
-} from './store/types.js'
+  StoreOptions,
+} from './store/index.js'
+export { createStore, DEFAULT_ROLLUPS } from './store/index.js'
