@@ -88,7 +88,8 @@ export function planSegments(
       return
     }
   }
-  walk(fromMs, toMs, steps.length - 1)
+  // A finest bucket belongs to the range when its start does: snap both ends up to the finest grid.
+  walk(ceilTo(fromMs, steps[0]!), ceilTo(toMs, steps[0]!), steps.length - 1)
   return out
 }
 

@@ -138,7 +138,14 @@ class SqlStore implements Store {
     // Validate everything before the first write, so a bad report leaves no trace.
     const bucketMs = floorTo(report.intervalStartMs, this.#finestMs)
     const pending: Array<{ labels: SeriesLabels; metric: Metric; histogram: string }> = []
-    const counters: Array<{ labels: SeriesLabels; ok: number; error: number; shed: number; tokens: number; classes: string }> = []
+    const counters: Array<{
+      labels: SeriesLabels
+      ok: number
+      error: number
+      shed: number
+      tokens: number
+      classes: string
+    }> = []
     const labelsByKey = new Map<string, SeriesLabels>()
     report.series.forEach((s, i) => {
       const labels = pickLabels(s.labels)
@@ -419,7 +426,10 @@ class SqlStore implements Store {
     // Dedupe keys are needed only while agents may retry: as long as the finest level is kept.
     const finestRetention = this.#levels[0]!.retentionMs
     if (finestRetention !== null)
-      await this.#db.deleteFrom('tg_report').where('received_at_ms', '<', nowMs - finestRetention).execute()
+      await this.#db
+        .deleteFrom('tg_report')
+        .where('received_at_ms', '<', nowMs - finestRetention)
+        .execute()
     if (rolledUp > 0 || deleted > 0)
       this.#log(
         `store: compacted ${rolledUp} rollup rows, deleted ${deleted} rows in ${this.#clock() - startedMs} ms`,
@@ -457,7 +467,9 @@ class SqlStore implements Store {
   }
 
   /** Runs `fn` in one read snapshot with the retention watermarks of every level. */
-  async #read(fn: (trx: Transaction<DB>, available: (stepMs: number) => number) => Promise<void>): Promise<void> {
+  async #read(
+    fn: (trx: Transaction<DB>, available: (stepMs: number) => number) => Promise<void>,
+  ): Promise<void> {
     let tx = this.#db.transaction()
     if (this.dialect === 'postgres') tx = tx.setIsolationLevel('repeatable read').setAccessMode('read only')
     await tx.execute(async (trx) => {
@@ -485,7 +497,11 @@ class SqlStore implements Store {
     return rows.filter((r) => counted(segments, r))
   }
 
-  async #countRows(trx: Transaction<DB>, selector: Selector, segments: readonly Segment[]): Promise<CountRow[]> {
+  async #countRows(
+    trx: Transaction<DB>,
+    selector: Selector,
+    segments: readonly Segment[],
+  ): Promise<CountRow[]> {
     if (segments.length === 0) return []
     const rows = await trx
       .selectFrom('tg_count')
@@ -553,7 +569,11 @@ function pickLabels(l: SeriesLabels): SeriesLabels {
 }
 
 function counted(segments: readonly Segment[], r: Row): boolean {
-  return rowCounts(segments, { stepMs: Number(r.step_ms), bucketMs: Number(r.bucket_ms), consumed: Number(r.consumed) === 1 })
+  return rowCounts(segments, {
+    stepMs: Number(r.step_ms),
+    bucketMs: Number(r.bucket_ms),
+    consumed: Number(r.consumed) === 1,
+  })
 }
 
 async function insertChunked<T extends 'tg_hist' | 'tg_count'>(
@@ -624,7 +644,8 @@ async function rollUpHist(
     const bucketMs = floorTo(Number(r.bucket_ms), coarse)
     const key = `${r.series_id}\u0000${r.metric}\u0000${bucketMs}`
     let g = groups.get(key)
-    if (!g) groups.set(key, (g = { seriesId: Number(r.series_id), metric: r.metric, bucketMs, h: newHistogram() }))
+    if (!g)
+      groups.set(key, (g = { seriesId: Number(r.series_id), metric: r.metric, bucketMs, h: newHistogram() }))
     g.h.add(decodeHistogram(r.histogram))
   }
   await insertChunked(

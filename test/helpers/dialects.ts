@@ -18,7 +18,10 @@ export const TEST_PG_URL = process.env.TG_TEST_PG_URL ?? 'postgres://postgres@12
 export function testDialects(): TestDialect[] {
   const raw = process.env.TG_TEST_DIALECTS ?? 'sqlite,postgres'
   const out: TestDialect[] = []
-  for (const d of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const d of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (d !== 'sqlite' && d !== 'postgres') throw new Error(`TG_TEST_DIALECTS: unknown dialect "${d}"`)
     out.push(d)
   }

@@ -55,7 +55,10 @@ describe('store url', () => {
         ],
         retention: { zz: 1 },
       }),
-    ).rejects.toMatchObject({ code: 'TG_ERR_CONFIG_INVALID', message: expect.stringMatching(/zz.*multiple of 10000.*retention of b/) })
+    ).rejects.toMatchObject({
+      code: 'TG_ERR_CONFIG_INVALID',
+      message: expect.stringMatching(/zz.*multiple of 10000.*retention of b/),
+    })
   })
 
   it('reports ping false after close', async () => {
