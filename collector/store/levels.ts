@@ -124,3 +124,45 @@ export function rowCounts(
   }
   return false
 }
+
+/** One indexed range read: the rows of one level in `[fromMs, toMs)`, or only its unconsumed ones. */
+export interface FetchTerm {
+  readonly stepMs: number
+  readonly fromMs: number
+  readonly toMs: number
+  readonly unconsumedOnly: boolean
+}
+
+/**
+ * The range reads that fetch every row a plan counts, each on one level (an equality on `step_ms` keeps
+ * every read on an index). Per level: its own segments (all rows), and the coarser levels' segments
+ * (rows not yet consumed). Past `maxRangesPerStep` ranges, one read over their hull replaces them. The
+ * reads never overlap, so no row comes back twice; the result is a superset to filter with {@link rowCounts}.
+ */
+export function fetchTerms(
+  segments: readonly Segment[],
+  steps: readonly number[],
+  maxRangesPerStep: number,
+): FetchTerm[] {
+  const out: FetchTerm[] = []
+  for (const step of steps) {
+    const own = joinSegments(segments.filter((s) => s.stepMs === step))
+    const coarser = joinSegments(
+      segments.filter((s) => s.stepMs > step).map((s) => ({ stepMs: 0, fromMs: s.fromMs, toMs: s.toMs })),
+    )
+    if (own.length + coarser.length === 0) continue
+    if (own.length + coarser.length > maxRangesPerStep) {
+      const all = [...own, ...coarser]
+      out.push({
+        stepMs: step,
+        fromMs: Math.min(...all.map((s) => s.fromMs)),
+        toMs: Math.max(...all.map((s) => s.toMs)),
+        unconsumedOnly: false,
+      })
+      continue
+    }
+    for (const s of own) out.push({ stepMs: step, fromMs: s.fromMs, toMs: s.toMs, unconsumedOnly: false })
+    for (const s of coarser) out.push({ stepMs: step, fromMs: s.fromMs, toMs: s.toMs, unconsumedOnly: true })
+  }
+  return out
+}

@@ -1,18 +1,12 @@
 import { Migrator, sql } from 'kysely'
 import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
-import {
-  decodeHistogram,
-  encodeHistogram,
-  isMetric,
-  newHistogram,
-  seriesKey,
-  tryDecodeHistogram,
-} from '../report/index.js'
+import { addEncoded } from '../report/histogram.js'
+import { encodeHistogram, isMetric, newHistogram, seriesKey, tryDecodeHistogram } from '../report/index.js'
 import type { Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
 import { BadRequest } from '../errors.js'
 import { migrationProvider } from '../../migrations/index.js'
-import { ceilTo, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
-import type { Segment } from './levels.js'
+import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
+import type { FetchTerm, Segment } from './levels.js'
 import type { DB } from './schema.js'
 import type {
   EpochMs,
@@ -51,8 +45,8 @@ type Db = Kysely<DB> | Transaction<DB>
 
 /** Rows per multi-row INSERT: stays below SQLite's and PostgreSQL's bound-parameter limits. */
 const INSERT_CHUNK_ROWS = 500
-/** A segment list longer than this is sent to SQL as one range per level and filtered in JS. */
-const MAX_SQL_RANGES_PER_LEVEL = 32
+/** Past this many ranges per level, a query reads their hull and filters in JS (bounds the UNION ALL). */
+const MAX_SQL_RANGES_PER_LEVEL = 16
 /** Fine rows a compaction transaction claims at most per series and metric (sets the window length). */
 const COMPACT_WINDOW_FINE_BUCKETS = 64
 const MAX_RETRIES = 5
@@ -91,6 +85,12 @@ class SqlStore implements Store {
   readonly #migrationSchema: string | undefined
   readonly #clock: () => number
   readonly #log: (line: string) => void
+  /**
+   * Series ids this process has seen committed, with the last-seen time it last wrote. Ids never change
+   * and series are never deleted, so the cache cannot go stale; it lets most ingests skip the upsert of
+   * `tg_series`, whose row lock would otherwise serialize every report of one series across collectors.
+   */
+  readonly #seriesCache = new Map<string, { readonly id: number; readonly seenMs: number }>()
 
   constructor(opts: SqlStoreOptions) {
     this.dialect = opts.dialect
@@ -170,8 +170,10 @@ class SqlStore implements Store {
         })
     })
 
-    return this.#retrying(() =>
+    let upserted = new Map<string, number>()
+    const outcome = await this.#retrying(() =>
       this.#db.transaction().execute(async (trx): Promise<IngestOutcome> => {
+        upserted = new Map()
         const fresh = await trx
           .insertInto('tg_report')
           .values({
@@ -185,8 +187,21 @@ class SqlStore implements Store {
           .execute()
         if (fresh.length === 0) return { kind: 'duplicate' }
         if (labelsByKey.size === 0) return { kind: 'stored' }
-        const ids = await this.#upsertSeries(trx, [...labelsByKey.values()], receivedAtMs)
-        const id = (l: SeriesLabels): number => ids.get(seriesKey(l))!
+        // last_seen_ms is kept to within one finest step: a series written less than that ago is not
+        // touched again.
+        const stale = [...labelsByKey.entries()].filter(([key]) => {
+          const cached = this.#seriesCache.get(key)
+          return cached === undefined || receivedAtMs > cached.seenMs + this.#finestMs
+        })
+        upserted = await this.#upsertSeries(
+          trx,
+          stale.map(([, l]) => l),
+          receivedAtMs,
+        )
+        const id = (l: SeriesLabels): number => {
+          const key = seriesKey(l)
+          return upserted.get(key) ?? this.#seriesCache.get(key)!.id
+        }
         await insertChunked(
           trx,
           'tg_hist',
@@ -217,6 +232,13 @@ class SqlStore implements Store {
         return { kind: 'stored' }
       }),
     )
+    // Only after the commit: a rolled-back insert must not leave an id behind.
+    for (const [key, id] of upserted)
+      this.#seriesCache.set(key, {
+        id,
+        seenMs: Math.max(receivedAtMs, this.#seriesCache.get(key)?.seenMs ?? 0),
+      })
+    return outcome
   }
 
   /** Upserts label sets (in sorted order, so concurrent transactions lock rows in one order) and returns their ids. */
@@ -279,7 +301,7 @@ class SqlStore implements Store {
     await this.#read(async (trx, available) => {
       const segments = planSegments(range.fromMs, range.toMs, this.#steps, available)
       for (const row of await this.#histRows(trx, selector, segments, metrics))
-        out.get(row.metric as Metric)!.add(decodeHistogram(row.histogram))
+        addEncoded(out.get(row.metric as Metric)!, row.histogram)
     })
     return out
   }
@@ -299,7 +321,7 @@ class SqlStore implements Store {
           const t = floorTo(Number(row.bucket_ms), step)
           let h = buckets.get(t)
           if (!h) buckets.set(t, (h = newHistogram()))
-          h.add(decodeHistogram(row.histogram))
+          addEncoded(h, row.histogram)
         }
       })
     return [...buckets.entries()].sort((a, b) => a[0] - b[0]).map(([tMs, histogram]) => ({ tMs, histogram }))
@@ -430,6 +452,8 @@ class SqlStore implements Store {
         .deleteFrom('tg_report')
         .where('received_at_ms', '<', nowMs - finestRetention)
         .execute()
+    // Keeps SQLite's planner statistics current as the tables grow (cheap; a no-op when nothing changed).
+    if (this.dialect === 'sqlite') await sql`pragma optimize`.execute(this.#db)
     if (rolledUp > 0 || deleted > 0)
       this.#log(
         `store: compacted ${rolledUp} rollup rows, deleted ${deleted} rows in ${this.#clock() - startedMs} ms`,
@@ -486,15 +510,21 @@ class SqlStore implements Store {
     segments: readonly Segment[],
     metrics: readonly Metric[],
   ): Promise<Array<Row & { metric: string; histogram: string }>> {
-    if (segments.length === 0) return []
-    const rows = await trx
-      .selectFrom('tg_hist')
-      .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
-      .where('metric', 'in', metrics)
-      .where(seriesFilter(selector))
-      .where(segmentFilter(segments))
-      .execute()
-    return rows.filter((r) => counted(segments, r))
+    const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
+    if (terms.length === 0) return []
+    const read = (t: FetchTerm) =>
+      trx
+        .selectFrom('tg_hist')
+        .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+        .where('metric', 'in', metrics)
+        .where(seriesFilter(selector))
+        .where('step_ms', '=', t.stepMs)
+        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('bucket_ms', '>=', t.fromMs)
+        .where('bucket_ms', '<', t.toMs)
+    let q = read(terms[0]!)
+    for (const t of terms.slice(1)) q = q.unionAll(read(t))
+    return (await q.execute()).filter((r) => counted(segments, r))
   }
 
   async #countRows(
@@ -502,23 +532,29 @@ class SqlStore implements Store {
     selector: Selector,
     segments: readonly Segment[],
   ): Promise<CountRow[]> {
-    if (segments.length === 0) return []
-    const rows = await trx
-      .selectFrom('tg_count')
-      .select([
-        'step_ms',
-        'bucket_ms',
-        'consumed',
-        'ok_count',
-        'error_count',
-        'shed_count',
-        'output_tokens',
-        'error_classes',
-      ])
-      .where(seriesFilter(selector))
-      .where(segmentFilter(segments))
-      .execute()
-    return rows.filter((r) => counted(segments, r))
+    const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
+    if (terms.length === 0) return []
+    const read = (t: FetchTerm) =>
+      trx
+        .selectFrom('tg_count')
+        .select([
+          'step_ms',
+          'bucket_ms',
+          'consumed',
+          'ok_count',
+          'error_count',
+          'shed_count',
+          'output_tokens',
+          'error_classes',
+        ])
+        .where(seriesFilter(selector))
+        .where('step_ms', '=', t.stepMs)
+        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('bucket_ms', '>=', t.fromMs)
+        .where('bucket_ms', '<', t.toMs)
+    let q = read(terms[0]!)
+    for (const t of terms.slice(1)) q = q.unionAll(read(t))
+    return (await q.execute()).filter((r) => counted(segments, r))
   }
 
   /** Retries a transaction that PostgreSQL aborted for a deadlock or serialization failure. */
@@ -597,32 +633,6 @@ function seriesFilter(selector: Selector): RawBuilder<SqlBool> {
   return sql<SqlBool>`series_id in (select id from tg_series where ${sql.join(conds, sql` and `)})`
 }
 
-/**
- * A superset of the rows the segments count (exact when few segments; one range per level otherwise).
- * Callers filter the result with {@link rowCounts}.
- */
-function segmentFilter(segments: readonly Segment[]): RawBuilder<SqlBool> {
-  const byStep = new Map<number, Segment[]>()
-  for (const s of segments) {
-    const list = byStep.get(s.stepMs)
-    if (list) list.push(s)
-    else byStep.set(s.stepMs, [s])
-  }
-  const ors: RawBuilder<unknown>[] = []
-  for (const [step, list] of byStep) {
-    const ranges =
-      list.length <= MAX_SQL_RANGES_PER_LEVEL
-        ? list
-        : [{ fromMs: list[0]!.fromMs, toMs: list[list.length - 1]!.toMs }]
-    const inRanges = sql.join(
-      ranges.map((r) => sql`(bucket_ms >= ${r.fromMs} and bucket_ms < ${r.toMs})`),
-      sql` or `,
-    )
-    ors.push(sql`((${inRanges}) and (step_ms = ${step} or (step_ms < ${step} and consumed = 0)))`)
-  }
-  return sql<SqlBool>`(${sql.join(ors, sql` or `)})`
-}
-
 async function rollUpHist(
   trx: Transaction<DB>,
   fine: number,
@@ -646,7 +656,7 @@ async function rollUpHist(
     let g = groups.get(key)
     if (!g)
       groups.set(key, (g = { seriesId: Number(r.series_id), metric: r.metric, bucketMs, h: newHistogram() }))
-    g.h.add(decodeHistogram(r.histogram))
+    addEncoded(g.h, r.histogram)
   }
   await insertChunked(
     trx,
