@@ -45,7 +45,9 @@ export type {
   ServiceInfo,
   IngestOutcome,
   RollupLevel,
-} from './store/types.js'
+  StoreOptions,
+} from './store/index.js'
+export { createStore, DEFAULT_ROLLUPS } from './store/index.js'
 export {
   CONFIG_DEFAULTS,
   DEFAULT_COLLECTOR_PORT,

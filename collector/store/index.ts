@@ -1,0 +1,13 @@
+export { createStore } from './create-store.js'
+export type { StoreOptions } from './create-store.js'
+export { DEFAULT_ROLLUPS } from './levels.js'
+export type {
+  Store,
+  Selector,
+  TimeRange,
+  EpochMs,
+  RequestCounts,
+  ServiceInfo,
+  IngestOutcome,
+  RollupLevel,
+} from './types.js'

@@ -1,0 +1,747 @@
+import { Migrator, sql } from 'kysely'
+import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
+import { addEncoded } from '../report/histogram.js'
+import { encodeHistogram, isMetric, newHistogram, seriesKey, tryDecodeHistogram } from '../report/index.js'
+import type { Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
+import { BadRequest } from '../errors.js'
+import { migrationProvider } from '../../migrations/index.js'
+import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
+import type { FetchTerm, Segment } from './levels.js'
+import type { DB } from './schema.js'
+import type {
+  EpochMs,
+  IngestOutcome,
+  RequestCounts,
+  RollupLevel,
+  Selector,
+  ServiceInfo,
+  Store,
+  TimeRange,
+} from './types.js'
+
+/** What {@link SqlStore} needs from `createStore`: the only place that knows the dialect. */
+export interface SqlStoreOptions {
+  readonly db: Kysely<DB>
+  readonly dialect: 'sqlite' | 'postgres'
+  readonly levels: readonly RollupLevel[]
+  /** PostgreSQL: the schema the migration tables live in (kysely would otherwise match any schema's). */
+  readonly migrationSchema: string | undefined
+  readonly clock: () => number
+  readonly logger: (line: string) => void
+}
+
+/** One histogram or counter row as the writer takes it (also used by the benchmark's bulk loader). */
+export interface HistRow {
+  readonly stepMs: number
+  readonly bucketMs: number
+  readonly seriesId: number
+  readonly metric: Metric
+  readonly consumed: boolean
+  readonly histogram: string
+}
+
+type Row = { step_ms: number; bucket_ms: number; consumed: number }
+type Db = Kysely<DB> | Transaction<DB>
+
+/** Rows per multi-row INSERT: stays below SQLite's and PostgreSQL's bound-parameter limits. */
+const INSERT_CHUNK_ROWS = 500
+/** Past this many ranges per level, a query reads their hull and filters in JS (bounds the UNION ALL). */
+const MAX_SQL_RANGES_PER_LEVEL = 16
+/** Fine rows a compaction transaction claims at most per series and metric (sets the window length). */
+const COMPACT_WINDOW_FINE_BUCKETS = 64
+const MAX_RETRIES = 5
+const RETRYABLE_PG_CODES = new Set(['40001', '40P01'])
+
+const EMPTY_COUNTS: RequestCounts = Object.freeze({
+  ok: 0,
+  error: 0,
+  shed: 0,
+  errorClasses: Object.freeze({}),
+  outputTokens: 0,
+})
+
+/**
+ * The store on kysely, for SQLite and PostgreSQL alike.
+ *
+ * Concurrency design (several collectors on one PostgreSQL): every write is an INSERT of new rows,
+ * never a read-modify-write of a shared row, so concurrent ingests cannot lose each other's updates.
+ * Each report adds one row per (series, metric) on the finest level. Compaction claims finer rows with
+ * `UPDATE … SET consumed = 1 WHERE consumed = 0 … RETURNING`: under READ COMMITTED a second compactor
+ * blocks on the claimed rows, re-checks `consumed = 0` after the first commits and skips them, so each row
+ * is merged into exactly one coarser row (claim, merge and insert share one transaction). A query counts,
+ * per segment of level L, the level-L rows plus the finer rows not yet consumed; that sum is the same
+ * before and after any compaction, so late reports and half-built rollups are always found. Queries read
+ * in one snapshot (REPEATABLE READ on PostgreSQL, a read transaction on SQLite/WAL), so a concurrent
+ * compaction is seen either wholly or not at all. The only shared rows that are updated in place are
+ * `tg_series.last_seen_ms` (an upsert taking max(), locked in label order to avoid deadlocks) and the
+ * retention watermark (monotone max()).
+ */
+class SqlStore implements Store {
+  readonly dialect: 'sqlite' | 'postgres'
+  readonly #db: Kysely<DB>
+  readonly #levels: readonly RollupLevel[]
+  readonly #steps: readonly number[]
+  readonly #finestMs: number
+  readonly #migrationSchema: string | undefined
+  readonly #clock: () => number
+  readonly #log: (line: string) => void
+  /**
+   * Series ids this process has seen committed, with the last-seen time it last wrote. Ids never change
+   * and series are never deleted, so the cache cannot go stale; it lets most ingests skip the upsert of
+   * `tg_series`, whose row lock would otherwise serialize every report of one series across collectors.
+   */
+  readonly #seriesCache = new Map<string, { readonly id: number; readonly seenMs: number }>()
+
+  constructor(opts: SqlStoreOptions) {
+    this.dialect = opts.dialect
+    this.#db = opts.db
+    this.#levels = opts.levels
+    this.#steps = opts.levels.map((l) => l.stepMs)
+    this.#finestMs = opts.levels[0]!.stepMs
+    this.#migrationSchema = opts.migrationSchema
+    this.#clock = opts.clock
+    this.#log = opts.logger
+  }
+
+  /** The kysely handle, for the benchmark's bulk loader and tests (not part of {@link Store}). */
+  get db(): Kysely<DB> {
+    return this.#db
+  }
+
+  async migrate(): Promise<
+    { kind: 'ok'; applied: readonly string[] } | { kind: 'failed'; migration: string; error: string }
+  > {
+    try {
+      const migrator = new Migrator({
+        db: this.#db,
+        provider: migrationProvider,
+        migrationTableName: 'tg_migration',
+        migrationLockTableName: 'tg_migration_lock',
+        ...(this.#migrationSchema === undefined ? {} : { migrationTableSchema: this.#migrationSchema }),
+      })
+      const { error, results } = await migrator.migrateToLatest()
+      const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+      if (error !== undefined) {
+        const failed = (results ?? []).find((r) => r.status === 'Error')
+        const message = error instanceof Error ? error.message : String(error)
+        this.#log(`store: migration ${failed?.migrationName ?? '(migrator)'} failed: ${message}`)
+        return { kind: 'failed', migration: failed?.migrationName ?? '(migrator)', error: message }
+      }
+      for (const name of applied) this.#log(`store: applied migration ${name}`)
+      return { kind: 'ok', applied }
+    } catch (err) {
+      return { kind: 'failed', migration: '(migrator)', error: (err as Error).message }
+    }
+  }
+
+  async ingest(report: IntervalReport, receivedAtMs: EpochMs): Promise<IngestOutcome> {
+    // Validate everything before the first write, so a bad report leaves no trace.
+    const bucketMs = floorTo(report.intervalStartMs, this.#finestMs)
+    const pending: Array<{ labels: SeriesLabels; metric: Metric; histogram: string }> = []
+    const counters: Array<{
+      labels: SeriesLabels
+      ok: number
+      error: number
+      shed: number
+      tokens: number
+      classes: string
+    }> = []
+    const labelsByKey = new Map<string, SeriesLabels>()
+    report.series.forEach((s, i) => {
+      const labels = pickLabels(s.labels)
+      labelsByKey.set(seriesKey(labels), labels)
+      for (const [metric, encoded] of Object.entries(s.histograms)) {
+        if (encoded === undefined) continue
+        if (!isMetric(metric)) throw new BadRequest(`series[${i}].histograms: unknown metric "${metric}"`)
+        const decoded = tryDecodeHistogram(encoded)
+        if (!decoded.ok) throw new BadRequest(`series[${i}].histograms.${metric}: ${decoded.error}`)
+        if (decoded.histogram.totalCount > 0) pending.push({ labels, metric, histogram: encoded })
+      }
+      const classes = s.errorClasses ?? {}
+      const tokens = s.outputTokens ?? 0
+      if (s.requests.ok + s.requests.error + s.requests.shed + tokens > 0 || Object.keys(classes).length > 0)
+        counters.push({
+          labels,
+          ok: s.requests.ok,
+          error: s.requests.error,
+          shed: s.requests.shed,
+          tokens,
+          classes: JSON.stringify(classes),
+        })
+    })
+
+    let upserted = new Map<string, number>()
+    const outcome = await this.#retrying(() =>
+      this.#db.transaction().execute(async (trx): Promise<IngestOutcome> => {
+        upserted = new Map()
+        const fresh = await trx
+          .insertInto('tg_report')
+          .values({
+            agent_instance: report.agent.instance,
+            seq: report.seq,
+            interval_start_ms: report.intervalStartMs,
+            received_at_ms: receivedAtMs,
+          })
+          .onConflict((oc) => oc.columns(['agent_instance', 'seq']).doNothing())
+          .returning('seq')
+          .execute()
+        if (fresh.length === 0) return { kind: 'duplicate' }
+        if (labelsByKey.size === 0) return { kind: 'stored' }
+        // last_seen_ms is kept to within one finest step: a series written less than that ago is not
+        // touched again.
+        const stale = [...labelsByKey.entries()].filter(([key]) => {
+          const cached = this.#seriesCache.get(key)
+          return cached === undefined || receivedAtMs > cached.seenMs + this.#finestMs
+        })
+        upserted = await this.#upsertSeries(
+          trx,
+          stale.map(([, l]) => l),
+          receivedAtMs,
+        )
+        const id = (l: SeriesLabels): number => {
+          const key = seriesKey(l)
+          return upserted.get(key) ?? this.#seriesCache.get(key)!.id
+        }
+        await insertChunked(
+          trx,
+          'tg_hist',
+          pending.map((p) => ({
+            step_ms: this.#finestMs,
+            bucket_ms: bucketMs,
+            series_id: id(p.labels),
+            metric: p.metric,
+            consumed: 0,
+            histogram: p.histogram,
+          })),
+        )
+        await insertChunked(
+          trx,
+          'tg_count',
+          counters.map((c) => ({
+            step_ms: this.#finestMs,
+            bucket_ms: bucketMs,
+            series_id: id(c.labels),
+            consumed: 0,
+            ok_count: c.ok,
+            error_count: c.error,
+            shed_count: c.shed,
+            output_tokens: c.tokens,
+            error_classes: c.classes,
+          })),
+        )
+        return { kind: 'stored' }
+      }),
+    )
+    // Only after the commit: a rolled-back insert must not leave an id behind.
+    for (const [key, id] of upserted)
+      this.#seriesCache.set(key, {
+        id,
+        seenMs: Math.max(receivedAtMs, this.#seriesCache.get(key)?.seenMs ?? 0),
+      })
+    return outcome
+  }
+
+  /** Upserts label sets (in sorted order, so concurrent transactions lock rows in one order) and returns their ids. */
+  async #upsertSeries(db: Db, labels: SeriesLabels[], seenMs: number): Promise<Map<string, number>> {
+    const sorted = [...labels].sort((a, b) => (seriesKey(a) < seriesKey(b) ? -1 : 1))
+    const ids = new Map<string, number>()
+    for (let i = 0; i < sorted.length; i += INSERT_CHUNK_ROWS) {
+      const rows = await db
+        .insertInto('tg_series')
+        .values(
+          sorted
+            .slice(i, i + INSERT_CHUNK_ROWS)
+            .map((l) => ({ ...l, first_seen_ms: seenMs, last_seen_ms: seenMs })),
+        )
+        .onConflict((oc) =>
+          oc.columns(['service', 'model', 'version', 'replica', 'node']).doUpdateSet({
+            last_seen_ms: sql<number>`case when excluded.last_seen_ms > tg_series.last_seen_ms then excluded.last_seen_ms else tg_series.last_seen_ms end`,
+            first_seen_ms: sql<number>`case when excluded.first_seen_ms < tg_series.first_seen_ms then excluded.first_seen_ms else tg_series.first_seen_ms end`,
+          }),
+        )
+        .returning(['id', 'service', 'model', 'version', 'replica', 'node'])
+        .execute()
+      for (const r of rows) ids.set(seriesKey(r), Number(r.id))
+    }
+    return ids
+  }
+
+  /** The series id of a label set, creating it (bulk loader). */
+  async seriesId(labels: SeriesLabels, seenMs: number): Promise<number> {
+    const ids = await this.#upsertSeries(this.#db, [pickLabels(labels)], seenMs)
+    return ids.get(seriesKey(labels))!
+  }
+
+  /** Inserts histogram rows as they are, in one transaction (bulk loader for benchmarks and tests). */
+  async writeHistRows(rows: readonly HistRow[]): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      await insertChunked(
+        trx,
+        'tg_hist',
+        rows.map((r) => ({
+          step_ms: r.stepMs,
+          bucket_ms: r.bucketMs,
+          series_id: r.seriesId,
+          metric: r.metric,
+          consumed: r.consumed ? 1 : 0,
+          histogram: r.histogram,
+        })),
+      )
+    })
+  }
+
+  async histograms(
+    selector: Selector,
+    range: TimeRange,
+    metrics: readonly Metric[],
+  ): Promise<Map<Metric, Histogram>> {
+    const out = new Map<Metric, Histogram>()
+    for (const m of metrics) out.set(m, newHistogram())
+    if (metrics.length === 0 || !(range.fromMs < range.toMs)) return out
+    await this.#read(async (trx, available) => {
+      const segments = planSegments(range.fromMs, range.toMs, this.#steps, available)
+      for (const row of await this.#histRows(trx, selector, segments, metrics))
+        addEncoded(out.get(row.metric as Metric)!, row.histogram)
+    })
+    return out
+  }
+
+  async timeseries(
+    selector: Selector,
+    range: TimeRange,
+    metric: Metric,
+    stepMs: number,
+  ): Promise<Array<{ readonly tMs: EpochMs; readonly histogram: Histogram }>> {
+    const step = this.#outputStep(stepMs)
+    const buckets = new Map<number, Histogram>()
+    if (range.fromMs < range.toMs)
+      await this.#read(async (trx, available) => {
+        const segments = this.#planSteps(range, step, available)
+        for (const row of await this.#histRows(trx, selector, segments, [metric])) {
+          const t = floorTo(Number(row.bucket_ms), step)
+          let h = buckets.get(t)
+          if (!h) buckets.set(t, (h = newHistogram()))
+          addEncoded(h, row.histogram)
+        }
+      })
+    return [...buckets.entries()].sort((a, b) => a[0] - b[0]).map(([tMs, histogram]) => ({ tMs, histogram }))
+  }
+
+  async counts(selector: Selector, range: TimeRange): Promise<RequestCounts> {
+    if (!(range.fromMs < range.toMs)) return EMPTY_COUNTS
+    let total = EMPTY_COUNTS
+    await this.#read(async (trx, available) => {
+      const segments = planSegments(range.fromMs, range.toMs, this.#steps, available)
+      total = sumCounts(await this.#countRows(trx, selector, segments))
+    })
+    return total
+  }
+
+  async countSeries(
+    selector: Selector,
+    range: TimeRange,
+    stepMs: number,
+  ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>> {
+    const step = this.#outputStep(stepMs)
+    const buckets = new Map<number, CountRow[]>()
+    if (range.fromMs < range.toMs)
+      await this.#read(async (trx, available) => {
+        const segments = this.#planSteps(range, step, available)
+        for (const row of await this.#countRows(trx, selector, segments)) {
+          const t = floorTo(Number(row.bucket_ms), step)
+          const list = buckets.get(t)
+          if (list) list.push(row)
+          else buckets.set(t, [row])
+        }
+      })
+    return [...buckets.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([tMs, rows]) => ({ tMs, counts: sumCounts(rows) }))
+  }
+
+  async services(): Promise<ServiceInfo[]> {
+    const rows = await this.#db
+      .selectFrom('tg_series')
+      .select(['service', 'model', 'version', 'replica', 'node', 'first_seen_ms', 'last_seen_ms'])
+      .orderBy('service')
+      .orderBy('model')
+      .orderBy('version')
+      .orderBy('replica')
+      .orderBy('node')
+      .execute()
+    return rows.map((r) => ({
+      service: r.service,
+      model: r.model,
+      version: r.version,
+      replica: r.replica,
+      node: r.node,
+      firstSeenMs: Number(r.first_seen_ms),
+      lastSeenMs: Number(r.last_seen_ms),
+    }))
+  }
+
+  async compact(nowMs: EpochMs): Promise<{ readonly rolledUp: number; readonly deleted: number }> {
+    const startedMs = this.#clock()
+    let rolledUp = 0
+    let deleted = 0
+    // Roll up, finest first, so one call cascades 10 s → 1 min → 1 h → 1 d. A coarse bucket is closed
+    // once its end is one finest step in the past; reports arriving later still count (as unconsumed rows)
+    // and are rolled up into an extra row for the same bucket by the next compaction.
+    for (let i = 1; i < this.#levels.length; i++) {
+      const fine = this.#steps[i - 1]!
+      const coarse = this.#steps[i]!
+      const boundary = floorTo(nowMs - this.#finestMs, coarse)
+      const windowMs = Math.max(coarse, floorTo(COMPACT_WINDOW_FINE_BUCKETS * fine, coarse))
+      for (const table of ['tg_hist', 'tg_count'] as const) {
+        for (;;) {
+          const first = await this.#db
+            .selectFrom(table)
+            .select((eb) => eb.fn.min('bucket_ms').as('min'))
+            .where('step_ms', '=', fine)
+            .where('consumed', '=', 0)
+            .where('bucket_ms', '<', boundary)
+            .executeTakeFirst()
+          if (first?.min === null || first?.min === undefined) break
+          const fromMs = floorTo(Number(first.min), coarse)
+          const toMs = Math.min(boundary, fromMs + windowMs)
+          rolledUp += await this.#retrying(() =>
+            this.#db
+              .transaction()
+              .execute((trx) =>
+                table === 'tg_hist'
+                  ? rollUpHist(trx, fine, coarse, fromMs, toMs)
+                  : rollUpCounts(trx, fine, coarse, fromMs, toMs),
+              ),
+          )
+        }
+      }
+    }
+    // Retention: move the level's watermark first (queries stop using the level before it), then delete.
+    // Only rows already merged into the next level are deleted, except on the coarsest level.
+    for (let i = 0; i < this.#levels.length; i++) {
+      const level = this.#levels[i]!
+      if (level.retentionMs === null) continue
+      const coarsest = i === this.#levels.length - 1
+      const cutoff = floorTo(nowMs - level.retentionMs, this.#steps[i + 1] ?? level.stepMs)
+      deleted += await this.#retrying(() =>
+        this.#db.transaction().execute(async (trx) => {
+          await trx
+            .insertInto('tg_level_state')
+            .values({ step_ms: level.stepMs, deleted_before_ms: cutoff })
+            .onConflict((oc) =>
+              oc.column('step_ms').doUpdateSet({
+                deleted_before_ms: sql<number>`case when excluded.deleted_before_ms > tg_level_state.deleted_before_ms then excluded.deleted_before_ms else tg_level_state.deleted_before_ms end`,
+              }),
+            )
+            .execute()
+          let n = 0
+          for (const table of ['tg_hist', 'tg_count'] as const) {
+            let q = trx.deleteFrom(table).where('step_ms', '=', level.stepMs).where('bucket_ms', '<', cutoff)
+            if (!coarsest) q = q.where('consumed', '=', 1)
+            const res = await q.executeTakeFirst()
+            n += Number(res.numDeletedRows)
+          }
+          return n
+        }),
+      )
+    }
+    // Dedupe keys are needed only while agents may retry: as long as the finest level is kept.
+    const finestRetention = this.#levels[0]!.retentionMs
+    if (finestRetention !== null)
+      await this.#db
+        .deleteFrom('tg_report')
+        .where('received_at_ms', '<', nowMs - finestRetention)
+        .execute()
+    // Keeps SQLite's planner statistics current as the tables grow (cheap; a no-op when nothing changed).
+    if (this.dialect === 'sqlite') await sql`pragma optimize`.execute(this.#db)
+    if (rolledUp > 0 || deleted > 0)
+      this.#log(
+        `store: compacted ${rolledUp} rollup rows, deleted ${deleted} rows in ${this.#clock() - startedMs} ms`,
+      )
+    return { rolledUp, deleted }
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await sql`select 1`.execute(this.#db)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#db.destroy()
+  }
+
+  #outputStep(stepMs: number): number {
+    if (!(stepMs > 0) || !Number.isFinite(stepMs))
+      throw new BadRequest(`step: expected a positive number of ms, got ${stepMs}`)
+    return Math.max(this.#finestMs, ceilTo(stepMs, this.#finestMs))
+  }
+
+  /** Plans each step-aligned output bucket on its own, so no row straddles two output buckets. */
+  #planSteps(range: TimeRange, step: number, available: (stepMs: number) => number): Segment[] {
+    const segments: Segment[] = []
+    for (let t = floorTo(range.fromMs, step); t < range.toMs; t += step)
+      segments.push(
+        ...planSegments(Math.max(t, range.fromMs), Math.min(t + step, range.toMs), this.#steps, available),
+      )
+    return joinSegments(segments)
+  }
+
+  /** Runs `fn` in one read snapshot with the retention watermarks of every level. */
+  async #read(
+    fn: (trx: Transaction<DB>, available: (stepMs: number) => number) => Promise<void>,
+  ): Promise<void> {
+    let tx = this.#db.transaction()
+    if (this.dialect === 'postgres') tx = tx.setIsolationLevel('repeatable read').setAccessMode('read only')
+    await tx.execute(async (trx) => {
+      const marks = new Map<number, number>()
+      for (const r of await trx.selectFrom('tg_level_state').selectAll().execute())
+        marks.set(Number(r.step_ms), Number(r.deleted_before_ms))
+      await fn(trx, (stepMs) => marks.get(stepMs) ?? -Infinity)
+    })
+  }
+
+  async #histRows(
+    trx: Transaction<DB>,
+    selector: Selector,
+    segments: readonly Segment[],
+    metrics: readonly Metric[],
+  ): Promise<Array<Row & { metric: string; histogram: string }>> {
+    const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
+    if (terms.length === 0) return []
+    const read = (t: FetchTerm) =>
+      trx
+        .selectFrom('tg_hist')
+        .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+        .where('metric', 'in', metrics)
+        .where(seriesFilter(selector))
+        .where('step_ms', '=', t.stepMs)
+        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('bucket_ms', '>=', t.fromMs)
+        .where('bucket_ms', '<', t.toMs)
+    let q = read(terms[0]!)
+    for (const t of terms.slice(1)) q = q.unionAll(read(t))
+    return (await q.execute()).filter((r) => counted(segments, r))
+  }
+
+  async #countRows(
+    trx: Transaction<DB>,
+    selector: Selector,
+    segments: readonly Segment[],
+  ): Promise<CountRow[]> {
+    const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
+    if (terms.length === 0) return []
+    const read = (t: FetchTerm) =>
+      trx
+        .selectFrom('tg_count')
+        .select([
+          'step_ms',
+          'bucket_ms',
+          'consumed',
+          'ok_count',
+          'error_count',
+          'shed_count',
+          'output_tokens',
+          'error_classes',
+        ])
+        .where(seriesFilter(selector))
+        .where('step_ms', '=', t.stepMs)
+        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('bucket_ms', '>=', t.fromMs)
+        .where('bucket_ms', '<', t.toMs)
+    let q = read(terms[0]!)
+    for (const t of terms.slice(1)) q = q.unionAll(read(t))
+    return (await q.execute()).filter((r) => counted(segments, r))
+  }
+
+  /** Retries a transaction that PostgreSQL aborted for a deadlock or serialization failure. */
+  async #retrying<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn()
+      } catch (err) {
+        const code = (err as { code?: unknown }).code
+        if (attempt >= MAX_RETRIES || typeof code !== 'string' || !RETRYABLE_PG_CODES.has(code)) throw err
+        this.#log(`store: retrying after ${code} (attempt ${attempt})`)
+      }
+    }
+  }
+}
+
+type CountRow = Row & {
+  ok_count: number
+  error_count: number
+  shed_count: number
+  output_tokens: number
+  error_classes: string
+}
+
+/**
+ * Creates the store over an open kysely handle; `createStore` is the public entry point.
+ */
+export function createSqlStore(opts: SqlStoreOptions): Store {
+  return new SqlStore(opts)
+}
+
+/**
+ * The internals the benchmark's bulk loader needs: the kysely handle and the row writer. Returns
+ * `undefined` for a store that is not a {@link SqlStore}.
+ */
+export function storeInternals(store: Store):
+  | {
+      readonly db: Kysely<DB>
+      seriesId(labels: SeriesLabels, seenMs: number): Promise<number>
+      writeHistRows(rows: readonly HistRow[]): Promise<void>
+    }
+  | undefined {
+  return store instanceof SqlStore ? store : undefined
+}
+
+function pickLabels(l: SeriesLabels): SeriesLabels {
+  return { service: l.service, model: l.model, version: l.version, replica: l.replica, node: l.node }
+}
+
+function counted(segments: readonly Segment[], r: Row): boolean {
+  return rowCounts(segments, {
+    stepMs: Number(r.step_ms),
+    bucketMs: Number(r.bucket_ms),
+    consumed: Number(r.consumed) === 1,
+  })
+}
+
+async function insertChunked<T extends 'tg_hist' | 'tg_count'>(
+  trx: Db,
+  table: T,
+  rows: ReadonlyArray<DB[T] extends infer R ? { [K in keyof R]: R[K] } : never>,
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS)
+    await trx
+      .insertInto(table)
+      .values(rows.slice(i, i + INSERT_CHUNK_ROWS) as never)
+      .execute()
+}
+
+/** `series_id in (…)` for the labels the selector sets; always true when it sets none. */
+function seriesFilter(selector: Selector): RawBuilder<SqlBool> {
+  const conds = (['service', 'model', 'version', 'replica', 'node'] as const)
+    .filter((k) => selector[k] !== undefined)
+    .map((k) => sql`${sql.ref(k)} = ${selector[k]!}`)
+  if (conds.length === 0) return sql<SqlBool>`1 = 1`
+  return sql<SqlBool>`series_id in (select id from tg_series where ${sql.join(conds, sql` and `)})`
+}
+
+async function rollUpHist(
+  trx: Transaction<DB>,
+  fine: number,
+  coarse: number,
+  fromMs: number,
+  toMs: number,
+): Promise<number> {
+  const claimed = await trx
+    .updateTable('tg_hist')
+    .set({ consumed: 1 })
+    .where('step_ms', '=', fine)
+    .where('consumed', '=', 0)
+    .where('bucket_ms', '>=', fromMs)
+    .where('bucket_ms', '<', toMs)
+    .returning(['series_id', 'metric', 'bucket_ms', 'histogram'])
+    .execute()
+  const groups = new Map<string, { seriesId: number; metric: string; bucketMs: number; h: Histogram }>()
+  for (const r of claimed) {
+    const bucketMs = floorTo(Number(r.bucket_ms), coarse)
+    const key = `${r.series_id}\u0000${r.metric}\u0000${bucketMs}`
+    let g = groups.get(key)
+    if (!g)
+      groups.set(key, (g = { seriesId: Number(r.series_id), metric: r.metric, bucketMs, h: newHistogram() }))
+    addEncoded(g.h, r.histogram)
+  }
+  await insertChunked(
+    trx,
+    'tg_hist',
+    [...groups.values()].map((g) => ({
+      step_ms: coarse,
+      bucket_ms: g.bucketMs,
+      series_id: g.seriesId,
+      metric: g.metric,
+      consumed: 0,
+      histogram: encodeHistogram(g.h),
+    })),
+  )
+  return groups.size
+}
+
+async function rollUpCounts(
+  trx: Transaction<DB>,
+  fine: number,
+  coarse: number,
+  fromMs: number,
+  toMs: number,
+): Promise<number> {
+  const claimed = await trx
+    .updateTable('tg_count')
+    .set({ consumed: 1 })
+    .where('step_ms', '=', fine)
+    .where('consumed', '=', 0)
+    .where('bucket_ms', '>=', fromMs)
+    .where('bucket_ms', '<', toMs)
+    .returning([
+      'series_id',
+      'bucket_ms',
+      'step_ms',
+      'consumed',
+      'ok_count',
+      'error_count',
+      'shed_count',
+      'output_tokens',
+      'error_classes',
+    ])
+    .execute()
+  const groups = new Map<string, { seriesId: number; bucketMs: number; rows: CountRow[] }>()
+  for (const r of claimed) {
+    const bucketMs = floorTo(Number(r.bucket_ms), coarse)
+    const key = `${r.series_id}\u0000${bucketMs}`
+    let g = groups.get(key)
+    if (!g) groups.set(key, (g = { seriesId: Number(r.series_id), bucketMs, rows: [] }))
+    g.rows.push(r)
+  }
+  await insertChunked(
+    trx,
+    'tg_count',
+    [...groups.values()].map((g) => {
+      const c = sumCounts(g.rows)
+      return {
+        step_ms: coarse,
+        bucket_ms: g.bucketMs,
+        series_id: g.seriesId,
+        consumed: 0,
+        ok_count: c.ok,
+        error_count: c.error,
+        shed_count: c.shed,
+        output_tokens: c.outputTokens,
+        error_classes: JSON.stringify(c.errorClasses),
+      }
+    }),
+  )
+  return groups.size
+}
+
+function sumCounts(rows: readonly CountRow[]): RequestCounts {
+  if (rows.length === 0) return EMPTY_COUNTS
+  let ok = 0
+  let error = 0
+  let shed = 0
+  let outputTokens = 0
+  const errorClasses = new Map<string, number>()
+  for (const r of rows) {
+    ok += Number(r.ok_count)
+    error += Number(r.error_count)
+    shed += Number(r.shed_count)
+    outputTokens += Number(r.output_tokens)
+    const classes = JSON.parse(r.error_classes) as Record<string, number>
+    for (const [name, n] of Object.entries(classes)) errorClasses.set(name, (errorClasses.get(name) ?? 0) + n)
+  }
+  return { ok, error, shed, errorClasses: Object.fromEntries(errorClasses), outputTokens }
+}

@@ -1,0 +1,215 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { BadRequest } from '../../../collector/errors.js'
+import { createStore } from '../../../collector/index.js'
+import type { Store } from '../../../collector/index.js'
+import { createTestDatabase, testDialects } from '../../helpers/dialects.js'
+import type { TestDatabase } from '../../helpers/dialects.js'
+import { fingerprint, histogramOf, labels, makeReport } from '../../helpers/reports.js'
+
+const T0 = Date.UTC(2026, 10, 1, 12, 0, 0)
+const ALL = { fromMs: T0 - 3600_000, toMs: T0 + 3600_000 }
+
+for (const dialect of testDialects())
+  describe(`${dialect}: store ingest`, () => {
+    let tdb: TestDatabase
+    let store: Store
+    beforeEach(async () => {
+      tdb = await createTestDatabase(dialect)
+      store = await createStore({ url: tdb.url })
+    })
+    afterEach(async () => {
+      await store.close()
+      await tdb.drop()
+    })
+
+    it('stores a report once; a retry is a duplicate and changes no count', async () => {
+      const report = makeReport({
+        seq: 1,
+        startMs: T0,
+        series: [
+          {
+            samples: { total: [1000, 2000, 3000], ttft: [500] },
+            ok: 3,
+            error: 1,
+            errorClasses: { timeout: 1 },
+            outputTokens: 42,
+          },
+        ],
+      })
+      expect(await store.ingest(report, T0 + 6000)).toEqual({ kind: 'stored' })
+      expect(await store.ingest(report, T0 + 7000)).toEqual({ kind: 'duplicate' })
+      expect(await store.ingest(report, T0 + 8000)).toEqual({ kind: 'duplicate' })
+      expect(await store.counts({}, ALL)).toEqual({
+        ok: 3,
+        error: 1,
+        shed: 0,
+        errorClasses: { timeout: 1 },
+        outputTokens: 42,
+      })
+      const h = await store.histograms({ service: 'chat' }, ALL, ['total', 'ttft', 'kernel'])
+      expect(h.get('total')!.totalCount).toBe(3)
+      expect(h.get('ttft')!.totalCount).toBe(1)
+      expect(h.get('kernel')!.totalCount).toBe(0)
+      // Same seq from another agent instance is a different report.
+      expect(await store.ingest({ ...report, agent: { ...report.agent, instance: 'inst-b' } }, T0)).toEqual({
+        kind: 'stored',
+      })
+      expect((await store.counts({}, ALL)).ok).toBe(6)
+    })
+
+    it('rejects an undecodable histogram with BadRequest and writes nothing', async () => {
+      const good = makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1000] }, ok: 1 }] })
+      const bad = {
+        ...good,
+        series: [
+          good.series[0]!,
+          {
+            ...good.series[0]!,
+            labels: labels({ replica: 'r9' }),
+            histograms: { kernel: 'HISTFAAAnot-a-histogram' },
+          },
+        ],
+      }
+      const err = await store.ingest(bad, T0).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(err).toBeInstanceOf(BadRequest)
+      expect((err as BadRequest).code).toBe('TG_ERR_BAD_REQUEST')
+      expect((err as BadRequest).message).toMatch(/series\[1\]\.histograms\.kernel/)
+      expect(await store.services()).toEqual([])
+      expect(await store.counts({}, ALL)).toEqual({
+        ok: 0,
+        error: 0,
+        shed: 0,
+        errorClasses: {},
+        outputTokens: 0,
+      })
+      // The seq was not burnt: the corrected report is stored.
+      expect(await store.ingest(good, T0)).toEqual({ kind: 'stored' })
+      expect((await store.counts({}, ALL)).ok).toBe(1)
+    })
+
+    it('lists series with first and last seen times (to within one 10 s step)', async () => {
+      await store.ingest(
+        makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }),
+        T0 + 5000,
+      )
+      await store.ingest(makeReport({ seq: 2, startMs: T0, series: [{ ok: 1 }] }), T0 + 9000)
+      await store.ingest(
+        makeReport({
+          seq: 3,
+          startMs: T0 + 5000,
+          series: [{ samples: { total: [1] } }, { labels: { service: 'embed', replica: 'r1' }, ok: 1 }],
+        }),
+        T0 + 100_000,
+      )
+      expect(await store.services()).toEqual([
+        { ...labels(), firstSeenMs: T0 + 5000, lastSeenMs: T0 + 100_000 },
+        {
+          ...labels({ service: 'embed', replica: 'r1' }),
+          firstSeenMs: T0 + 100_000,
+          lastSeenMs: T0 + 100_000,
+        },
+      ])
+      // Another collector receives an older report late: first seen moves back, last seen does not.
+      const other = await createStore({ url: tdb.url })
+      try {
+        await other.ingest(
+          makeReport({ instance: 'old', seq: 1, startMs: T0 - 5000, series: [{ ok: 1 }] }),
+          T0 + 1000,
+        )
+      } finally {
+        await other.close()
+      }
+      expect((await store.services())[0]).toEqual({
+        ...labels(),
+        firstSeenMs: T0 + 1000,
+        lastSeenMs: T0 + 100_000,
+      })
+    })
+
+    it('selects series by any subset of labels', async () => {
+      await store.ingest(
+        makeReport({
+          seq: 1,
+          startMs: T0,
+          series: [
+            { labels: { replica: 'r0' }, samples: { total: [1000] }, ok: 1 },
+            { labels: { replica: 'r1' }, samples: { total: [2000, 3000] }, ok: 2 },
+            { labels: { service: 'embed', replica: 'r1' }, samples: { total: [4000] }, ok: 4 },
+          ],
+        }),
+        T0,
+      )
+      expect((await store.counts({ service: 'chat' }, ALL)).ok).toBe(3)
+      expect((await store.counts({ replica: 'r1' }, ALL)).ok).toBe(6)
+      expect((await store.counts({ service: 'chat', replica: 'r1' }, ALL)).ok).toBe(2)
+      expect((await store.counts({ model: 'nope' }, ALL)).ok).toBe(0)
+      const h = await store.histograms({ replica: 'r1' }, ALL, ['total'])
+      expect(fingerprint(h.get('total')!)).toBe(fingerprint(histogramOf([2000, 3000, 4000])))
+    })
+
+    if (dialect === 'sqlite')
+      it('keeps everything in a reopened SQLite file', async () => {
+        for (let seq = 1; seq <= 5; seq++)
+          await store.ingest(
+            makeReport({
+              seq,
+              startMs: T0 + seq * 5000,
+              series: [{ samples: { total: [seq * 1000] }, ok: 1 }],
+            }),
+            T0 + seq * 5000,
+          )
+        await store.close()
+        store = await createStore({ url: tdb.url })
+        expect((await store.counts({}, ALL)).ok).toBe(5)
+        const h = (await store.histograms({}, ALL, ['total'])).get('total')!
+        expect(fingerprint(h)).toBe(fingerprint(histogramOf([1000, 2000, 3000, 4000, 5000])))
+        expect(await store.ingest(makeReport({ seq: 5, startMs: T0, series: [{ ok: 1 }] }), T0)).toEqual({
+          kind: 'duplicate',
+        })
+      })
+
+    if (dialect === 'postgres')
+      it('loses nothing when two stores on one database ingest from 4 loops each', async () => {
+        const other = await createStore({ url: tdb.url })
+        try {
+          const perLoop = 25
+          const loops = [store, other].flatMap((s, si) =>
+            [0, 1, 2, 3].map(async (loop) => {
+              for (let i = 0; i < perLoop; i++) {
+                const report = makeReport({
+                  instance: `agent-${loop}`,
+                  seq: i + 1,
+                  startMs: T0 + i * 5000,
+                  series: [
+                    {
+                      labels: { replica: `r${loop % 2}` },
+                      samples: { total: [1000 + i] },
+                      ok: 1,
+                      errorClasses: { e: 1 },
+                    },
+                    { labels: { replica: 'shared' }, samples: { total: [2000 + i] }, ok: 1 },
+                  ],
+                })
+                // Both stores send every report: exactly one of the two is stored.
+                const outcome = await s.ingest(report, T0 + i * 5000)
+                if (outcome.kind === 'stored') stored[si]++
+              }
+            }),
+          )
+          const stored = [0, 0]
+          await Promise.all(loops)
+          expect(stored[0]! + stored[1]!).toBe(4 * perLoop)
+          const c = await store.counts({}, ALL)
+          expect(c.ok).toBe(4 * perLoop * 2)
+          expect(c.errorClasses).toEqual({ e: 4 * perLoop })
+          const h = (await other.histograms({ replica: 'shared' }, ALL, ['total'])).get('total')!
+          expect(h.totalCount).toBe(4 * perLoop)
+          expect((await store.services()).map((s) => s.replica)).toEqual(['r0', 'r1', 'shared'])
+        } finally {
+          await other.close()
+        }
+      })
+  })
