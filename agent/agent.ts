@@ -1,5 +1,5 @@
 import { timingSafeEqual, createHash } from 'node:crypto'
-import Fastify from 'fastify'
+import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { createRecorder } from './recorder.js'
@@ -134,7 +134,7 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
   let address: { host: string; port: number } | null = null
   if (opts.http) {
     const http = opts.http
-    app = Fastify({ loggerInstance: log, disableRequestLogging: true })
+    app = Fastify({ loggerInstance: log, logController: new LogController({ disableRequestLogging: true }) })
     const want = http.token ? digest(http.token) : null
     app.addHook('onRequest', async (req, reply) => {
       if (!want || req.url === '/healthz') return

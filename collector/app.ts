@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import Fastify from 'fastify'
+import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify'
 import fastifyStatic from '@fastify/static'
 import fastifySwagger from '@fastify/swagger'
@@ -65,7 +65,7 @@ export async function buildCollector(
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: opts.bodyLimitBytes,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 

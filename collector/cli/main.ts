@@ -2,8 +2,17 @@
 import { Command, CommanderError } from 'commander'
 import { CliError, processIO } from './command.js'
 import type { CliIO, RegisterCommand } from './command.js'
+import { registerStart } from './commands/start.js'
+import { registerCollector } from './commands/collector.js'
+import { registerAgent } from './commands/agent.js'
+import { registerMigrate } from './commands/migrate.js'
 
-const COMMANDS: readonly RegisterCommand[] = []
+const COMMANDS: readonly RegisterCommand[] = [
+  registerStart,
+  registerCollector,
+  registerAgent,
+  registerMigrate,
+]
 
 /**
  * Builds the `tailguard` program with every subcommand registered; `run` parses and executes.

@@ -1,0 +1,89 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { buildCollector } from './app.js'
+import type { TailguardConfig } from './config/index.js'
+import { createStore } from './store/index.js'
+import type { Store } from './store/types.js'
+import { CliError } from './cli/command.js'
+import { dashboardDistDir } from './paths.js'
+
+export interface RunningCollector {
+  readonly app: FastifyInstance
+  readonly store: Store
+  /** Base URL the collector listens on, e.g. `http://127.0.0.1:7070`. */
+  readonly url: string
+  stop(): Promise<void>
+}
+
+/**
+ * Opens the store (applying migrations), builds the app, listens, and compacts rollups periodically.
+ * Used by `tailguard collector` and `tailguard start`.
+ *
+ * @example
+ * ```ts
+ * const c = await runCollector(config, logger)
+ * await c.stop()
+ * ```
+ */
+export async function runCollector(
+  cfg: Readonly<TailguardConfig>,
+  logger: FastifyBaseLogger,
+  extra: { plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>; clock?: () => number } = {},
+): Promise<RunningCollector> {
+  const c = cfg.collector
+  if (c.apiTokens.length === 0)
+    throw new CliError(
+      'no API token configured: set TAILGUARD_API_TOKEN (admin) or TAILGUARD_READ_TOKEN, or collector.apiTokens in the config file',
+    )
+  if (c.agentTokens.length === 0)
+    throw new CliError(
+      'no agent token configured: set TAILGUARD_AGENT_TOKEN, or collector.agentTokens in the config file',
+    )
+  const store = await createStore({ url: c.db, logger: (line: string) => logger.info(line) })
+  const migrated = await store.migrate()
+  if (migrated.kind === 'failed') {
+    await store.close()
+    throw new CliError(`migration ${migrated.migration} failed: ${migrated.error}`)
+  }
+  const app = await buildCollector(
+    {
+      tokens: [...c.apiTokens, ...c.agentTokens.map((t) => ({ ...t, scope: 'agent' as const }))],
+      reportBodyLimitBytes: c.reportBodyLimitBytes,
+      bodyLimitBytes: c.bodyLimitBytes,
+      dashboardDir: dashboardDistDir(),
+      metricsPublic: c.metricsPublic,
+    },
+    {
+      store,
+      logger,
+      ...(extra.clock ? { clock: extra.clock } : {}),
+      ...(extra.plugins ? { plugins: extra.plugins } : {}),
+    },
+  )
+  await app.listen({ host: c.host, port: c.port })
+  const addr = app.server.address()
+  const port = addr && typeof addr === 'object' ? addr.port : c.port
+  const host = c.host.includes(':') ? `[${c.host}]` : c.host
+  const clock = extra.clock ?? Date.now
+  let compacting: Promise<unknown> | null = null
+  const compactTimer = setInterval(() => {
+    if (compacting) return
+    compacting = store
+      .compact(clock())
+      .catch((err: unknown) => logger.error({ err }, 'compaction failed'))
+      .finally(() => {
+        compacting = null
+      })
+  }, c.compactEveryMs)
+  compactTimer.unref()
+  return {
+    app,
+    store,
+    url: `http://${host}:${port}`,
+    async stop() {
+      clearInterval(compactTimer)
+      await app.close()
+      if (compacting) await compacting
+      await store.close()
+    },
+  }
+}
