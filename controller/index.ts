@@ -60,3 +60,22 @@ export { parseAzureTrace, AZURE_TRACE_ATTRIBUTION } from './sim/trace.js'
 export type { Trace, TraceError } from './sim/trace.js'
 export { EventHeap } from './sim/heap.js'
 export { Rng } from './sim/rng.js'
+export {
+  BASELINE_POLICIES,
+  createBaselinePolicy,
+  replicaCapacityRps,
+  peakRps,
+  meanTokens,
+  peakProvisionedReplicas,
+  comparePolicies,
+  findReplicas,
+} from './sim/scenario.js'
+export type {
+  BaselinePolicyName,
+  BaselineOptions,
+  ReplicaTarget,
+  ReplicaProbe,
+  ReplicaSearch,
+} from './sim/scenario.js'
+export { formatResultsTable, renderHtmlReport } from './sim/report.js'
+export type { Scenario } from './sim/report.js'

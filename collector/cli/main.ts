@@ -2,8 +2,9 @@
 import { Command, CommanderError } from 'commander'
 import { CliError, processIO } from './command.js'
 import type { CliIO, RegisterCommand } from './command.js'
+import { registerSim } from './commands/sim.js'
 
-const COMMANDS: readonly RegisterCommand[] = []
+const COMMANDS: readonly RegisterCommand[] = [registerSim]
 
 /**
  * Builds the `tailguard` program with every subcommand registered; `run` parses and executes.

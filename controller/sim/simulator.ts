@@ -78,7 +78,10 @@ export interface LatencyStats {
   readonly max: number
 }
 
-/** Per-minute series for charts. */
+/**
+ * Per-minute series for charts. `arrivals`, `good` and `shed` count requests by the minute they arrived in;
+ * `replicas` is the mean number alive; `p99Ms` is the p99 of requests completed in that minute.
+ */
 export interface SimTimeline {
   readonly minute: number[]
   readonly arrivals: number[]
@@ -395,7 +398,7 @@ class Simulation {
         this.onArrival(draft)
         hasNext = src.next(draft)
         nextArrival = hasNext ? draft.timeMs : Infinity
-        if (onProgress && (this.arrived & 0xffff) === 0) onProgress(Math.min(1, this.arrived / expected))
+        if (onProgress && (this.arrived & 0x1fff) === 0) onProgress(Math.min(1, this.arrived / expected))
         continue
       }
       if (heap.size === 0) break
@@ -501,21 +504,21 @@ class Simulation {
   }
 
   /** Sheds a request that never entered the system (counted in the current minute). */
-  private shedNew(c: number, reason: number): void {
+  private shedNew(c: number, reason: number, arrivalMinute = this.curMinute): void {
     this.shedByClass[c]!++
     this.shedByReason[reason]!++
     this.iShed++
     this.budgetBad++
     this.budgetTotal++
-    this.tl.shed[this.curMinute]!++
+    this.tl.shed[arrivalMinute]!++
     this.lastActivityMs = this.now
   }
 
-  /** Sheds a queued request at dispatch (deadline). */
+  /** Sheds a queued request at dispatch (deadline); it counts against the minute it arrived in. */
   private shedQueued(s: number): void {
     const c = this.cls[s]!
     this.minuteOf(this.now)
-    this.shedNew(c, 2)
+    this.shedNew(c, 2, Math.floor(this.arrivalMs[s]! / 60_000))
     this.leave(s)
   }
 
@@ -585,7 +588,8 @@ class Simulation {
     if (e2eOk && ttftOk && tpotOk) {
       this.good++
       this.iGood++
-      this.tl.good[this.curMinute]!++
+      // Attainment per minute is by arrival: good and total count the same requests.
+      this.tl.good[Math.floor(this.arrivalMs[s]! / 60_000)]!++
     } else this.budgetBad++
     this.lastActivityMs = now
     this.leave(s)
