@@ -8,6 +8,8 @@ export class LogHistogram {
   private static readonly BINS = 2300
   private readonly counts = new Uint32Array(LogHistogram.BINS)
   count = 0
+  private lo = LogHistogram.BINS
+  private hi = -1
 
   /**
    * @example const h = new LogHistogram(); h.recordMs(12.5); h.percentileMs(0.99) // ≈ 12.5 (within 1%)
@@ -18,6 +20,8 @@ export class LogHistogram {
     if (i >= LogHistogram.BINS) i = LogHistogram.BINS - 1
     this.counts[i]!++
     this.count++
+    if (i < this.lo) this.lo = i
+    if (i > this.hi) this.hi = i
   }
 
   /** Nearest-rank percentile in ms (upper edge of its bucket), or null when empty. */
@@ -25,7 +29,7 @@ export class LogHistogram {
     if (this.count === 0) return null
     const rank = Math.max(1, Math.ceil(q * this.count))
     let seen = 0
-    for (let i = 0; i < LogHistogram.BINS; i++) {
+    for (let i = this.lo; i <= this.hi; i++) {
       seen += this.counts[i]!
       if (seen >= rank) return i === 0 ? 0.001 : Math.exp(i * LogHistogram.LOG_BASE) / 1000
     }
@@ -34,7 +38,9 @@ export class LogHistogram {
 
   reset(): void {
     if (this.count === 0) return
-    this.counts.fill(0)
+    this.counts.fill(0, this.lo, this.hi + 1)
     this.count = 0
+    this.lo = LogHistogram.BINS
+    this.hi = -1
   }
 }

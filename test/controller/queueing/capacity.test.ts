@@ -13,7 +13,13 @@ import {
 
 describe('capacity planning', () => {
   // 5,000 QPS peak, p99 ≤ 50 ms, S = 5 ms, 1,143 req/s per GPU → ρ ≤ 0.54 → 9 GPUs → 12 with 30% headroom.
-  const input = { peakRps: 5000, serviceTimeMs: 5, replicaThroughputRps: 1143, targetMs: 50, percentile: 0.99 }
+  const input = {
+    peakRps: 5000,
+    serviceTimeMs: 5,
+    replicaThroughputRps: 1143,
+    targetMs: 50,
+    percentile: 0.99,
+  }
   it('ρ ≤ 0.54 from the M/M/1 time-in-system percentile ln(100)·S/(1−ρ) ≤ 50 ms', () => {
     const rho = maxUtilizationForPercentile(5, 50, 0.99)
     expect(rho).toBeCloseTo(1 - (Math.log(100) * 5) / 50, 12)

@@ -12,7 +12,14 @@ import {
 import type { ServiceNoise, SimConfig } from '../../../controller/index.js'
 
 /** A c-server FIFO queue with Poisson arrivals: batch size 1, no window, every replica ready at t = 0. */
-function queue(servers: number, rho: number, serviceMs: number, requests: number, noise: ServiceNoise, seed = 7): SimConfig {
+function queue(
+  servers: number,
+  rho: number,
+  serviceMs: number,
+  requests: number,
+  noise: ServiceNoise,
+  seed = 7,
+): SimConfig {
   return {
     seed,
     arrivals: { kind: 'poisson', rps: (rho * servers * 1000) / serviceMs, maxRequests: requests },
@@ -23,7 +30,8 @@ function queue(servers: number, rho: number, serviceMs: number, requests: number
   }
 }
 
-const within5 = (actual: number, expected: number) => expect(Math.abs(actual / expected - 1)).toBeLessThan(0.05)
+const within5 = (actual: number, expected: number) =>
+  expect(Math.abs(actual / expected - 1)).toBeLessThan(0.05)
 
 describe('simulator against closed-form queueing theory (long seeded runs)', () => {
   it('M/M/1 at ρ = 0.7: mean and p99 waits within 5%', () => {
