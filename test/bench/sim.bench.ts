@@ -72,10 +72,22 @@ const bench: Bench = {
       }
       const cfg = { ...base, initial: { ...base.initial, desiredReplicas: peakProvisionedReplicas(base) } }
       log(`trace: ${parsed.trace.arrivalMs.length} requests, ${cfg.initial.desiredReplicas} replicas`)
+      // The first run includes JIT warm-up (what a one-off CLI run pays); the best of three is steady state.
+      const cold = best(1, () => runSimulation(cfg, staticPolicy()))
       const sim = best(3, () => runSimulation(cfg, staticPolicy()))
       const heap = heapLoopMs(sim.value.events)
       rows.push([
-        'Azure conv trace, 1 h, LLM continuous batching',
+        'Azure conv trace, 1 h, LLM continuous batching (first run)',
+        cold.value.arrived,
+        cold.value.events,
+        cold.ms,
+        2000,
+        heap,
+        cold.ms / heap,
+        cold.ms <= 2000 ? 'yes' : 'NO',
+      ])
+      rows.push([
+        'Azure conv trace, 1 h, LLM continuous batching (best of 3)',
         sim.value.arrived,
         sim.value.events,
         sim.ms,
