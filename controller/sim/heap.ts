@@ -1,6 +1,14 @@
 /**
  * A binary min-heap of events keyed by time, stored in parallel typed arrays (no per-event objects).
  * Ties pop in insertion order (a sequence number breaks them), so runs are deterministic.
+ *
+ * @example
+ * ```ts
+ * const h = new EventHeap()
+ * h.push(5, 1, 0, 0)
+ * h.push(2, 3, 7, 0)
+ * h.pop() // 2, with h.kind === 3 and h.id === 7
+ * ```
  */
 export class EventHeap {
   private times: Float64Array

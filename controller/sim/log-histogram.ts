@@ -2,6 +2,8 @@
  * A tiny fixed log-bucket histogram (1% buckets, 1 µs to 1 h) for per-interval percentiles inside the
  * simulator: recording is one log and one increment, resetting is one fill. Whole-run percentiles use the
  * HDR codec instead.
+ *
+ * @example const h = new LogHistogram(); h.recordMs(12.5); h.percentileMs(0.99) // ≈ 12.5 (within 1%)
  */
 export class LogHistogram {
   private static readonly LOG_BASE = Math.log(1.01)

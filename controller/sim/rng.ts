@@ -1,6 +1,8 @@
 /**
  * A small, fast, seeded pseudo-random generator (xoshiro128**, seeded through splitmix32) so that every
  * simulation is reproducible: same seed, same result.
+ *
+ * @example new Rng(42).exponential(10) // an exponential sample with mean 10, the same for every run
  */
 export class Rng {
   private a: number

@@ -7,7 +7,11 @@ import type { ArrivalSpec } from './arrivals.js'
 import { runSimulation } from './simulator.js'
 import type { ReplicaModel, SimConfig, SimResult, SimRunOptions } from './simulator.js'
 
-/** The baseline policies, by the names the CLI takes. */
+/**
+ * The baseline policies, by the names the CLI takes.
+ *
+ * @example for (const name of BASELINE_POLICIES) createBaselinePolicy(name, opts)
+ */
 export const BASELINE_POLICIES = ['static', 'hpa', 'keda', 'kpa', 'aimd'] as const
 export type BaselinePolicyName = (typeof BASELINE_POLICIES)[number]
 
@@ -106,7 +110,11 @@ export function peakRps(spec: ArrivalSpec): number {
   }
 }
 
-/** Mean tokens per request of a workload (trace means, or the synthetic token shape). */
+/**
+ * Mean tokens per request of a workload (trace means, or the synthetic token shape).
+ *
+ * @example meanTokens({ kind: 'poisson', rps: 1, durationMs: 1000 }) // { input: 1000, output: 200 }
+ */
 export function meanTokens(spec: ArrivalSpec): { input: number; output: number } {
   if (spec.kind === 'trace') {
     let i = 0

@@ -114,6 +114,10 @@ function parseTimestamp(s: string): number | undefined {
   return Number.isFinite(ms) ? ms : undefined
 }
 
-/** The attribution that must travel with anything derived from the Azure trace. */
+/**
+ * The attribution that must travel with anything derived from the Azure trace.
+ *
+ * @example io.out(`data: ${AZURE_TRACE_ATTRIBUTION}`)
+ */
 export const AZURE_TRACE_ATTRIBUTION =
   'Azure LLM inference trace 2023 (Azure Public Dataset, CC-BY 4.0); Patel et al., "Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024.'
