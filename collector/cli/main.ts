@@ -6,12 +6,14 @@ import { registerStart } from './commands/start.js'
 import { registerCollector } from './commands/collector.js'
 import { registerAgent } from './commands/agent.js'
 import { registerMigrate } from './commands/migrate.js'
+import { registerSim } from './commands/sim.js'
 
 const COMMANDS: readonly RegisterCommand[] = [
   registerStart,
   registerCollector,
   registerAgent,
   registerMigrate,
+  registerSim,
 ]
 
 /**

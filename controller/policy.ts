@@ -1,0 +1,100 @@
+/**
+ * The policy interface (STYLE.md section 11). A policy is a step function: every control interval it sees a
+ * {@link FleetObservation} (what the collector knows) and returns new state and {@link Action}s, each with a
+ * reason. The simulator (controller/sim) and the live controller call the same policies with different clocks.
+ */
+
+/** Milliseconds since the epoch (live) or since the start of a simulation. */
+export type EpochMs = number
+
+/** Latency percentiles of one phase over the last control interval, in ms (null when nothing completed). */
+export interface PhasePercentilesMs {
+  readonly p50: number | null
+  readonly p99: number | null
+  readonly count: number
+}
+
+/** What the collector knows at one control interval. */
+export interface FleetObservation {
+  /** Length of the interval this observation covers, ms. */
+  readonly intervalMs: number
+  /** Arrival rate (req/s) averaged over short windows, keyed by window length in seconds (e.g. 6, 10, 60). */
+  readonly arrivalRps: Readonly<Record<number, number>>
+  /**
+   * Per-phase latency percentiles over the interval: `queue` (wait before service), `service` (batch or
+   * generation time), `e2e`, and for LLMs `ttft` and `tpot`.
+   */
+  readonly latencyMs: Readonly<Record<'queue' | 'service' | 'e2e' | 'ttft' | 'tpot', PhasePercentilesMs>>
+  /** Requests waiting in queues now, total and per priority class. */
+  readonly queueDepth: number
+  readonly queueDepthByClass: readonly number[]
+  /** Requests being served now. */
+  readonly inFlight: number
+  /** Average in-system concurrency (queued + in service) over short windows, keyed by window seconds. */
+  readonly concurrency: Readonly<Record<number, number>>
+  /** Mean and max batch size dispatched in the interval (0 when none). */
+  readonly batchSize: { readonly mean: number; readonly max: number }
+  /** Error budget: fraction remaining of the budget so far (1 = untouched, < 0 = overspent), and burn rate over the interval. */
+  readonly errorBudget: { readonly remaining: number; readonly burnRate: number }
+  /** Fraction of ready-replica time spent serving over the interval, 0..1. */
+  readonly gpuUtilization: number
+  readonly replicas: { readonly ready: number; readonly starting: number }
+  /** Requests completed and shed in the interval. */
+  readonly completed: number
+  readonly shed: number
+}
+
+/** Setpoints the controller can change. */
+export interface Setpoints {
+  /** Dynamic batcher: how long the oldest request may wait for a batch to fill, ms. */
+  readonly batchWindowMs: number
+  readonly maxBatch: number
+  /** Admission per priority class (index 0 = highest priority): queue cap and in-system cap. */
+  readonly admission: ReadonlyArray<{ readonly maxQueue: number; readonly maxConcurrency: number }>
+  readonly desiredReplicas: number
+}
+
+/** A change of setpoints, with the reason it was made. */
+export type Action =
+  | { readonly kind: 'scale'; readonly desiredReplicas: number; readonly reason: string }
+  | {
+      readonly kind: 'batching'
+      readonly windowMs: number
+      readonly maxBatch: number
+      readonly reason: string
+    }
+  | {
+      readonly kind: 'admission'
+      readonly priorityClass: number
+      readonly maxQueue: number
+      readonly maxConcurrency: number
+      readonly reason: string
+    }
+
+/** A controller policy: pure step function over its own state. */
+export interface Policy<S = unknown> {
+  readonly name: string
+  /** Initial state, given the setpoints the fleet starts with. */
+  init(initial: Setpoints): S
+  step(state: S, obs: FleetObservation, now: EpochMs): { state: S; actions: readonly Action[] }
+}
+
+/**
+ * Applies actions to setpoints (the simulator and actuators share this).
+ *
+ * @example applyActions(sp, [{ kind: 'scale', desiredReplicas: 4, reason: 'load' }]).desiredReplicas // 4
+ */
+export function applyActions(setpoints: Setpoints, actions: readonly Action[]): Setpoints {
+  let out = setpoints
+  for (const a of actions) {
+    if (a.kind === 'scale') out = { ...out, desiredReplicas: Math.max(0, Math.round(a.desiredReplicas)) }
+    else if (a.kind === 'batching')
+      out = { ...out, batchWindowMs: Math.max(0, a.windowMs), maxBatch: Math.max(1, Math.round(a.maxBatch)) }
+    else {
+      const admission = out.admission.slice()
+      admission[a.priorityClass] = { maxQueue: a.maxQueue, maxConcurrency: a.maxConcurrency }
+      out = { ...out, admission }
+    }
+  }
+  return out
+}
