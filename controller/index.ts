@@ -56,7 +56,7 @@ export type {
 } from './sim/simulator.js'
 export { createArrivals } from './sim/arrivals.js'
 export type { ArrivalSpec, ArrivalSource, ArrivalDraft, TokenShape } from './sim/arrivals.js'
-export { parseAzureTrace, AZURE_TRACE_ATTRIBUTION } from './sim/trace.js'
+export { parseAzureTrace, AZURE_TRACE_ATTRIBUTION, findSharedTrace, DEFAULT_TRACE_FILE } from './sim/trace.js'
 export type { Trace, TraceError } from './sim/trace.js'
 export { EventHeap } from './sim/heap.js'
 export { Rng } from './sim/rng.js'

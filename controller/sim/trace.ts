@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 /**
  * Reader for the Azure LLM inference trace CSV format (Azure Public Dataset, "Azure LLM inference trace
  * 2023", CC-BY 4.0; Patel et al., "Splitwise", ISCA 2024): a header `TIMESTAMP,ContextTokens,GeneratedTokens`
@@ -121,3 +124,24 @@ function parseTimestamp(s: string): number | undefined {
  */
 export const AZURE_TRACE_ATTRIBUTION =
   'Azure LLM inference trace 2023 (Azure Public Dataset, CC-BY 4.0); Patel et al., "Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024.'
+
+/**
+ * Finds `shared/traces/<file>` in a folder above this package (a clean clone has `shared/` beside the repo),
+ * from the sources or from the compiled dist/. Returns undefined when there is none.
+ *
+ * @example findSharedTrace('azure-llm-2023-conv.csv') // '/work/shared/traces/azure-llm-2023-conv.csv'
+ */
+export function findSharedTrace(file: string): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  for (let i = 0; i < 6; i++) {
+    const p = join(dir, 'shared', 'traces', file)
+    if (existsSync(p)) return p
+    const up = dirname(dir)
+    if (up === dir) break
+    dir = up
+  }
+  return undefined
+}
+
+/** The trace the demo and the examples use by default. */
+export const DEFAULT_TRACE_FILE = 'azure-llm-2023-conv.csv'

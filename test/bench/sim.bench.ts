@@ -1,8 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { readFileSync } from 'node:fs'
 import {
   EventHeap,
+  findSharedTrace,
   parseAzureTrace,
   peakProvisionedReplicas,
   Rng,
@@ -11,17 +10,6 @@ import {
 } from '../../controller/index.js'
 import type { SimConfig } from '../../controller/index.js'
 import type { Bench, BenchResult } from './table.js'
-
-/** Finds ../shared/traces/<file> above the repository root (a clean clone, or a worktree one level deeper). */
-export function findTrace(file: string): string | undefined {
-  let dir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
-  for (let i = 0; i < 4; i++) {
-    dir = dirname(dir)
-    const p = join(dir, 'shared', 'traces', file)
-    if (existsSync(p)) return p
-  }
-  return undefined
-}
 
 /** The baseline: a bare binary-heap loop doing one push and one pop per event, with random times. */
 function heapLoopMs(events: number): number {
@@ -52,7 +40,7 @@ const bench: Bench = {
   name: 'sim',
   async run(log) {
     const rows: Array<Array<string | number>> = []
-    const tracePath = findTrace('azure-llm-2023-conv.csv')
+    const tracePath = findSharedTrace('azure-llm-2023-conv.csv')
     if (tracePath) {
       const parsed = parseAzureTrace(readFileSync(tracePath, 'utf8'))
       if (!parsed.ok) throw new Error(`${tracePath}:${parsed.error.line}: ${parsed.error.message}`)

@@ -13,7 +13,7 @@ import {
   staticPolicy,
 } from '../../../controller/index.js'
 import type { ArrivalSpec, SimConfig, SimResult } from '../../../controller/index.js'
-import { findTrace } from '../../bench/sim.bench.js'
+import { findSharedTrace } from '../../../controller/index.js'
 
 function fleet(arrivals: ArrivalSpec, llm: boolean): SimConfig {
   const base: SimConfig = {
@@ -107,7 +107,7 @@ describe('every baseline on step and diurnal patterns', () => {
   })
 })
 
-const tracePath = findTrace('azure-llm-2023-conv.csv')
+const tracePath = findSharedTrace('azure-llm-2023-conv.csv')
 describe.skipIf(!tracePath)('every baseline on the Azure conversation trace', () => {
   it('runs and reports side by side, with the attribution in the HTML report', () => {
     const parsed = parseAzureTrace(readFileSync(tracePath!, 'utf8'))
