@@ -2,7 +2,7 @@ import { Bar, BarChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recha
 import type { ApiState } from '../../hooks/use-api.js'
 import type { BreakdownResponse } from '../../lib/api-types.js'
 import { phaseColor } from '../../lib/colors.js'
-import { formatMs, formatPercent, quantileLabel } from '../../lib/format.js'
+import { formatCount, formatMs, formatPercent, quantileLabel } from '../../lib/format.js'
 import { phaseTableRows, shareBar } from '../../lib/transforms.js'
 import { ChartFrame } from '../chart-frame.js'
 
@@ -92,7 +92,7 @@ export function BreakdownGraph({ state, quantiles }: BreakdownGraphProps) {
                     <span className="swatch" style={{ background: phaseColor(r.phase) }} />
                     {r.phase}
                   </td>
-                  <td className="num">{r.count}</td>
+                  <td className="num">{formatCount(r.count)}</td>
                   <td className="num">{formatPercent(r.share)}</td>
                   <td className="num">{formatMs(r.meanMs)}</td>
                   {quantiles.map((q) => (
