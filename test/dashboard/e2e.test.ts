@@ -28,11 +28,31 @@ if (!RUN) {
   )
 }
 
-/** What the backend reports: a live LLM service and one that stopped reporting 2.5 hours ago. */
+/**
+ * What the backend must report (the contract for whatever {@link startBackend} runs): a live LLM service on
+ * two replicas that reported over the last 30 minutes, with some errors of one class, and a service that
+ * stopped reporting 2.5 hours ago after reporting for 30 minutes. `phases` lists the metrics each reports,
+ * in API order.
+ */
 const FLEET = {
-  live: { service: 'chat', model: 'llama-3-8b' },
-  stale: { service: 'embed', model: 'e5-large', stoppedAgoMs: 150 * 60_000 },
+  live: {
+    service: 'chat',
+    model: 'llama-3-8b',
+    replicas: ['chat-0', 'chat-1'],
+    phases: ['queue', 'prefill', 'decode', 'total', 'ttft', 'tpot'],
+    errorClass: 'timeout',
+  },
+  stale: {
+    service: 'embed',
+    model: 'e5-large',
+    replicas: ['embed-0'],
+    phases: ['queue', 'h2d', 'kernel', 'total'],
+    stoppedAgoMs: 150 * 60_000,
+  },
 } as const
+
+/** The rows of the breakdown table for these phases: total first, then the others in API order. */
+const tableOrder = (phases: readonly string[]) => ['total', ...phases.filter((p) => p !== 'total')]
 
 /** The token the dashboard keeps in the page's sessionStorage (evaluated in the browser, hence the string). */
 const storedToken = (page: Page) =>
@@ -60,7 +80,7 @@ interface Interval {
   readonly ok: number
   readonly error: number
   readonly shed: number
-  /** Per phase: median and tail scale (ms) of `v(q) = median + tail * ln(2 * (1 - q))⁻¹`-shaped values. */
+  /** Per phase: median and tail scale (ms); the quantile q is median + tail · max(0, −ln(2(1 − q))). */
   readonly phases: Readonly<Record<string, { medianMs: number; tailMs: number }>>
 }
 
@@ -93,7 +113,7 @@ function makeFleet(nowMs: number): Series[] {
         tailMs: queue.tailMs + prefill.tailMs + decode.tailMs,
       }
       intervals.push({
-        tMs: start - i * INTERVAL_MS,
+        tMs: start - (i + 1) * INTERVAL_MS,
         ok: Math.round(40 * wave),
         error: i % 7 === 0 ? 2 : 0,
         shed: i % 11 === 0 ? 1 : 0,
@@ -107,13 +127,20 @@ function makeFleet(nowMs: number): Series[] {
         },
       })
     }
-    return { ...FLEET.live, version: '2026.11.1', replica, node, intervals }
+    return {
+      service: FLEET.live.service,
+      model: FLEET.live.model,
+      version: '2026.11.1',
+      replica,
+      node,
+      intervals,
+    }
   }
   const embedIntervals: Interval[] = []
   for (let i = 0; i < 180; i++) {
     const wave = 1 + 0.2 * Math.cos(i / 15)
     embedIntervals.push({
-      tMs: start - FLEET.stale.stoppedAgoMs - i * INTERVAL_MS,
+      tMs: start - FLEET.stale.stoppedAgoMs - (i + 1) * INTERVAL_MS,
       ok: Math.round(120 * wave),
       error: 0,
       shed: 0,
@@ -126,9 +153,16 @@ function makeFleet(nowMs: number): Series[] {
     })
   }
   return [
-    chat('chat-0', 'gpu-node-a', 0),
-    chat('chat-1', 'gpu-node-b', 1),
-    { ...FLEET.stale, version: '7', replica: 'embed-0', node: 'gpu-node-a', intervals: embedIntervals },
+    chat(FLEET.live.replicas[0], 'gpu-node-a', 0),
+    chat(FLEET.live.replicas[1], 'gpu-node-b', 1),
+    {
+      service: FLEET.stale.service,
+      model: FLEET.stale.model,
+      version: '7',
+      replica: FLEET.stale.replicas[0],
+      node: 'gpu-node-a',
+      intervals: embedIntervals,
+    },
   ]
 }
 
@@ -305,7 +339,7 @@ async function startBackend(): Promise<Backend> {
         ok: ivs.reduce((a, iv) => a + iv.ok, 0),
         error: errors,
         shed: ivs.reduce((a, iv) => a + iv.shed, 0),
-        errorClasses: errors > 0 ? { timeout: errors } : {},
+        errorClasses: errors > 0 ? { [FLEET.live.errorClass]: errors } : {},
         outputTokens: ivs.reduce((a, iv) => a + (iv.phases.tpot ? iv.ok * 200 : 0), 0),
       },
     }
@@ -413,7 +447,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await expect.poll(() => live.locator('td.num').nth(1).textContent()).toMatch(/\/s$/)
     await expect.poll(() => live.locator('td.num').nth(4).textContent()).toMatch(/ms$/)
     expect(await live.textContent()).toContain(FLEET.live.model)
-    expect(await live.locator('td.num').first().textContent()).toBe('2') // two replicas
+    expect(await live.locator('td.num').first().textContent()).toBe(String(FLEET.live.replicas.length))
     expect(await stale.locator('td.num').last().textContent()).toContain('2 h ago')
     expect(page.url()).not.toContain(backend.token)
     expect(page.url()).not.toContain('token')
@@ -439,13 +473,12 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     const breakdown = page.locator('[data-chart="breakdown"]')
     await breakdown.waitFor()
     const phases = await breakdown.locator('table.phase-table tbody td:first-child').allTextContents()
-    expect(phases.slice(0, 4)).toEqual(['total', 'queue', 'prefill', 'decode'])
-    expect(phases).toContain('ttft')
+    expect(phases).toEqual(tableOrder(FLEET.live.phases))
     expect(await breakdown.locator('.recharts-bar-rectangle').count()).toBeGreaterThanOrEqual(3)
     const tiles = page.locator('.tiles[data-state="ready"]')
     await tiles.waitFor()
     expect(await tiles.textContent()).toMatch(/errors\d/)
-    expect(await tiles.textContent()).toContain('timeout:')
+    expect(await tiles.textContent()).toContain(`${FLEET.live.errorClass}:`)
     await shot(page, '2-detail')
 
     // Pickers: phase and quantiles change the chart and the address.
@@ -493,7 +526,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
       .first()
       .waitFor({ state: 'attached' })
     const phases = await page.locator('table.phase-table tbody td:first-child').allTextContents()
-    expect(phases).toEqual(['total', 'queue', 'h2d', 'kernel'])
+    expect(phases).toEqual(tableOrder(FLEET.stale.phases))
     expect(problems).toEqual([])
     await page.context().close()
   })

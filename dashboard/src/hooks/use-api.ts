@@ -16,8 +16,8 @@ const LOADING = { response: null, error: null, status: 'loading' } as const
 
 /**
  * GETs `api/v1/<path>` with `params` whenever they change, and again every `refreshMs` when given.
- * A refresh keeps the last response on screen until the new one arrives. A 401 signs the user out with the
- * collector's message, which the login form shows.
+ * A refresh keeps the last response on screen until the new one arrives. A 401 (unknown token) or 403 (a
+ * token without read scope) signs the user out with the collector's message, which the login form shows.
  *
  * @example const { response, error, status } = useApi<ServicesResponse>('services', {}, 10_000)
  */
@@ -48,7 +48,7 @@ export function useApi<T>(
           if (!live || c.signal.aborted) return
           const error =
             err instanceof ApiError ? err : new ApiError(0, 'UNKNOWN', 'the request failed unexpectedly')
-          if (error.statusCode === 401) {
+          if (error.statusCode === 401 || error.statusCode === 403) {
             signOut(`The collector refused the token: ${error.message}`)
             return
           }
