@@ -400,6 +400,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
   /** A new page that records every URL it requests and every console error it logs. */
   const openPage = async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    context.setDefaultTimeout(15_000)
     const page = await context.newPage()
     const urls: string[] = []
     const problems: string[] = []
