@@ -362,6 +362,7 @@ async function startBackend(): Promise<Backend> {
         phase,
         quantiles,
       )
+      if (s.count === 0) continue // like the store: buckets without data are absent
       points.push({
         t: new Date(t).toISOString(),
         count: s.count,

@@ -53,17 +53,21 @@ describe('quantileKey', () => {
 })
 
 describe('timeseriesRows', () => {
-  const ts: Pick<TimeseriesResponse, 'quantiles' | 'points'> = {
+  const at = (iso: string) => Date.parse(iso)
+  const ts: Pick<TimeseriesResponse, 'from' | 'to' | 'stepMs' | 'quantiles' | 'points'> = {
+    from: '2026-01-01T00:00:00.000Z',
+    to: '2026-01-01T00:00:40.000Z',
+    stepMs: 10_000,
     quantiles: ['0.5', '0.999'],
     points: [
       {
-        t: '2026-01-01T00:00:10.000Z',
+        t: '2026-01-01T00:00:20.000Z',
         count: 0,
         ratePerSecond: 0,
         quantiles: { '0.5': null, '0.999': null },
       },
       {
-        t: '2026-01-01T00:00:00.000Z',
+        t: '2026-01-01T00:00:10.000Z',
         count: 5,
         ratePerSecond: 0.5,
         quantiles: { '0.5': 12.5, '0.999': 80 },
@@ -71,22 +75,37 @@ describe('timeseriesRows', () => {
     ],
   }
 
-  it('gives one row per point, sorted by time, keyed by quantile', () => {
+  it('gives one row per bucket of the range, sorted by time, keyed by quantile', () => {
     const rows = timeseriesRows(ts)
     expect(rows.map((r) => r.tMs)).toEqual([
-      Date.parse('2026-01-01T00:00:00.000Z'),
-      Date.parse('2026-01-01T00:00:10.000Z'),
+      at('2026-01-01T00:00:00.000Z'),
+      at('2026-01-01T00:00:10.000Z'),
+      at('2026-01-01T00:00:20.000Z'),
+      at('2026-01-01T00:00:30.000Z'),
     ])
-    expect(rows[0]).toMatchObject({ count: 5, ratePerSecond: 0.5, p50: 12.5, p99_9: 80 })
+    expect(rows[1]).toMatchObject({ count: 5, ratePerSecond: 0.5, p50: 12.5, p99_9: 80 })
   })
 
-  it('keeps empty buckets as null so lines break', () => {
+  it('fills buckets the collector left out with zero counts and null quantiles, so lines break', () => {
     const rows = timeseriesRows(ts)
-    expect(rows[1]).toMatchObject({ count: 0, p50: null, p99_9: null })
+    for (const i of [0, 2, 3])
+      expect(rows[i]).toMatchObject({ count: 0, ratePerSecond: 0, p50: null, p99_9: null })
+  })
+
+  it('aligns filled buckets to the step, as the store does', () => {
+    const rows = timeseriesRows({ ...ts, from: '2026-01-01T00:00:05.000Z', points: [] })
+    expect(rows.map((r) => r.tMs % 10_000)).toEqual([0, 0, 0, 0])
+    expect(rows[0]!.tMs).toBe(at('2026-01-01T00:00:00.000Z'))
+  })
+
+  it('does not fill a range past the row limit', () => {
+    const rows = timeseriesRows({ ...ts, to: '2026-02-01T00:00:00.000Z', stepMs: 1000 })
+    expect(rows).toHaveLength(2)
   })
 
   it('turns a missing quantile into null', () => {
     const rows = timeseriesRows({
+      ...ts,
       quantiles: ['0.9'],
       points: [{ t: '2026-01-01T00:00:00Z', count: 1, ratePerSecond: 0.1, quantiles: {} }],
     })

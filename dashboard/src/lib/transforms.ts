@@ -28,16 +28,25 @@ export interface TimeseriesRow {
   readonly [quantile: string]: number | null
 }
 
+/** The most rows {@link timeseriesRows} fills a range with (the API's own limit on points). */
+export const MAX_ROWS = 2_000
+
 /**
- * Turns `GET /api/v1/timeseries` into recharts rows sorted by time. Empty buckets keep `null` quantiles so
- * that lines break instead of dropping to zero.
+ * Turns `GET /api/v1/timeseries` into recharts rows, one per step-aligned bucket from `from` to `to`, sorted
+ * by time. The collector leaves out buckets without data; they come back here as rows with count and rate 0
+ * and `null` quantiles, so that latency lines break over the gap instead of bridging it, and the x axis spans
+ * the whole range. (A range that would need more than {@link MAX_ROWS} rows is not filled.)
  *
  * @example
- * timeseriesRows({ quantiles: ['0.5'], points: [{ t: '2026-01-01T00:00:00Z', count: 3, ratePerSecond: 0.3, quantiles: { '0.5': 12 } }], … })
- * // [{ tMs: 1767225600000, count: 3, ratePerSecond: 0.3, p50: 12 }]
+ * timeseriesRows({ from: '2026-01-01T00:00:00Z', to: '2026-01-01T00:00:20Z', stepMs: 10_000, quantiles: ['0.5'],
+ *   points: [{ t: '2026-01-01T00:00:10Z', count: 3, ratePerSecond: 0.3, quantiles: { '0.5': 12 } }] })
+ * // [{ tMs: 1767225600000, count: 0, ratePerSecond: 0, p50: null }, { tMs: 1767225610000, count: 3, ratePerSecond: 0.3, p50: 12 }]
  */
-export function timeseriesRows(ts: Pick<TimeseriesResponse, 'quantiles' | 'points'>): TimeseriesRow[] {
-  const rows = ts.points.map((p) => {
+export function timeseriesRows(
+  ts: Pick<TimeseriesResponse, 'from' | 'to' | 'stepMs' | 'quantiles' | 'points'>,
+): TimeseriesRow[] {
+  const byTime = new Map<number, TimeseriesRow>()
+  for (const p of ts.points) {
     const row: Record<string, number | null> = {
       tMs: Date.parse(p.t),
       count: p.count,
@@ -47,9 +56,20 @@ export function timeseriesRows(ts: Pick<TimeseriesResponse, 'quantiles' | 'point
       const v = p.quantiles[q]
       row[quantileKey(q)] = p.count > 0 && typeof v === 'number' && Number.isFinite(v) ? v : null
     }
-    return row as TimeseriesRow
-  })
-  return rows.sort((a, b) => a.tMs - b.tMs)
+    byTime.set(row.tMs as number, row as TimeseriesRow)
+  }
+  const fromMs = Date.parse(ts.from)
+  const toMs = Date.parse(ts.to)
+  const step = ts.stepMs
+  if (step > 0 && Number.isFinite(fromMs) && toMs > fromMs && (toMs - fromMs) / step <= MAX_ROWS) {
+    for (let t = Math.floor(fromMs / step) * step; t < toMs; t += step) {
+      if (byTime.has(t)) continue
+      const row: Record<string, number | null> = { tMs: t, count: 0, ratePerSecond: 0 }
+      for (const q of ts.quantiles) row[quantileKey(q)] = null
+      byTime.set(t, row as TimeseriesRow)
+    }
+  }
+  return [...byTime.values()].sort((a, b) => a.tMs - b.tMs)
 }
 
 /**

@@ -40,7 +40,7 @@ export function LatencyGraph({ state, phase, rangeMs }: LatencyGraphProps) {
                 dataKey="tMs"
                 type="number"
                 scale="time"
-                domain={['dataMin', 'dataMax']}
+                domain={ts ? [Date.parse(ts.from), Date.parse(ts.to)] : ['dataMin', 'dataMax']}
                 tickFormatter={(t: number) => formatAxisTime(t, rangeMs)}
                 stroke="#7a8394"
                 fontSize={12}

@@ -36,7 +36,7 @@ export function RequestRateGraph({ state, rangeMs }: RequestRateGraphProps) {
                 dataKey="tMs"
                 type="number"
                 scale="time"
-                domain={['dataMin', 'dataMax']}
+                domain={ts ? [Date.parse(ts.from), Date.parse(ts.to)] : ['dataMin', 'dataMax']}
                 tickFormatter={(t: number) => formatAxisTime(t, rangeMs)}
                 stroke="#7a8394"
                 fontSize={12}
