@@ -517,6 +517,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     const latency = page.locator('section[aria-label="Latency: total"]')
     await expect.poll(() => latency.getAttribute('data-state')).toBe('empty')
     expect(await latency.textContent()).toContain('No data in this range')
+    await expect.poll(() => latency.textContent()).toContain('last report 2 h ago')
     expect(await page.locator('section[aria-label="Breakdown by phase"]').textContent()).toContain(
       'No data in this range',
     )

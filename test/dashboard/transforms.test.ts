@@ -6,7 +6,9 @@ import type {
   TimeseriesResponse,
 } from '../../dashboard/src/lib/api-types.js'
 import {
+  NO_DATA,
   UNATTRIBUTED,
+  emptyRangeText,
   groupServices,
   hasTimeseriesData,
   phaseTableRows,
@@ -219,5 +221,18 @@ describe('groupServices', () => {
 
   it('is empty for no series', () => {
     expect(groupServices([])).toEqual([])
+  })
+})
+
+describe('emptyRangeText', () => {
+  const now = Date.parse('2026-01-01T12:00:00.000Z')
+  it('says when a service that went quiet last reported', () => {
+    const text = emptyRangeText(now - 3 * 3_600_000, now, 3_600_000)
+    expect(text.startsWith(NO_DATA)).toBe(true)
+    expect(text).toContain('3 h ago')
+  })
+  it('says only "no data" when the service reported within the range or is unknown', () => {
+    expect(emptyRangeText(now - 60_000, now, 3_600_000)).toBe(NO_DATA)
+    expect(emptyRangeText(null, now, 3_600_000)).toBe(NO_DATA)
   })
 })

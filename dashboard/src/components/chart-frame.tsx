@@ -1,6 +1,7 @@
 import type { ReactNode } from 'react'
 import type { ApiError } from '../api.js'
 import type { LoadStatus } from '../hooks/use-api.js'
+import { NO_DATA } from '../lib/transforms.js'
 
 /** Props of {@link ChartFrame}. */
 export interface ChartFrameProps {
@@ -24,7 +25,6 @@ export interface ChartFrameProps {
  * <ChartFrame title="Latency" status={status} error={error} empty={!rows.length}>{() => <LineChart … />}</ChartFrame>
  */
 export function ChartFrame(props: ChartFrameProps) {
-  const hasData = props.status !== 'loading' && !props.empty
   let state: 'loading' | 'error' | 'empty' | 'ready'
   if (props.status === 'loading') state = 'loading'
   else if (props.status === 'error' && props.empty) state = 'error'
@@ -48,7 +48,7 @@ export function ChartFrame(props: ChartFrameProps) {
           Could not load this chart: {props.error?.message ?? 'unknown error'}
         </div>
       ) : state === 'empty' ? (
-        <div className="chart-state chart-empty">{props.emptyText ?? 'No data in this range'}</div>
+        <div className="chart-state chart-empty">{props.emptyText ?? NO_DATA}</div>
       ) : (
         <>
           {props.status === 'error' && props.error ? (
@@ -56,7 +56,7 @@ export function ChartFrame(props: ChartFrameProps) {
               Refresh failed ({props.error.message}); showing the last data.
             </p>
           ) : null}
-          {hasData ? props.children() : null}
+          {props.children()}
         </>
       )}
     </section>

@@ -8,7 +8,7 @@
  * ```
  */
 import type { BreakdownResponse, LatencySummary, ServiceSeries, TimeseriesResponse } from './api-types.js'
-import { quantileLabel } from './format.js'
+import { formatAgo, quantileLabel } from './format.js'
 
 /**
  * The key under which a quantile's value sits in a chart row: its label with `.` replaced by `_`
@@ -245,4 +245,19 @@ export function groupServices(series: readonly ServiceSeries[]): ServiceGroup[] 
       lastSeenMs: g.last,
     }))
     .sort((a, b) => a.service.localeCompare(b.service) || a.model.localeCompare(b.model))
+}
+
+/** The text of a chart's empty state. */
+export const NO_DATA = 'No data in this range'
+
+/**
+ * The empty-state text of a detail page: says when the service last reported if that was before the range
+ * began, so that "no data" reads as "it went quiet", not as a broken chart.
+ *
+ * @example emptyRangeText(Date.parse('2026-01-01T00:00:00Z'), Date.parse('2026-01-01T03:00:00Z'), 3_600_000)
+ * // 'No data in this range: last report 3 h ago. Pick a longer range.'
+ */
+export function emptyRangeText(lastSeenMs: number | null, nowMs: number, rangeMs: number): string {
+  if (lastSeenMs === null || !Number.isFinite(lastSeenMs) || lastSeenMs >= nowMs - rangeMs) return NO_DATA
+  return `${NO_DATA}: last report ${formatAgo(lastSeenMs, nowMs)}. Pick a longer range.`
 }

@@ -4,9 +4,12 @@ import { RequestRateGraph } from '../components/graphs/request-rate-graph.js'
 import { PhasePicker, QuantilePicker, TimeRangePicker } from '../components/pickers.js'
 import { RequestTiles } from '../components/tiles/request-tiles.js'
 import { useBreakdown } from '../hooks/use-breakdown.js'
+import { useNow } from '../hooks/use-now.js'
+import { useServices } from '../hooks/use-services.js'
 import { useTimeseries } from '../hooks/use-timeseries.js'
 import type { ServiceRoute } from '../lib/route.js'
 import { timeRange } from '../lib/time-range.js'
+import { emptyRangeText, groupServices } from '../lib/transforms.js'
 
 /** Props of {@link ServiceDetail}. */
 export interface ServiceDetailProps {
@@ -27,6 +30,13 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
   const base = { service: route.service, model: route.model, from: range.from, quantiles: route.quantiles }
   const breakdown = useBreakdown(base, refreshMs)
   const series = useTimeseries({ ...base, phase: route.phase }, refreshMs)
+  const services = useServices(60_000)
+  const nowMs = useNow(10_000)
+  const mine = groupServices(services.response?.services ?? []).filter(
+    (g) => g.service === route.service && (!route.model || g.model === route.model),
+  )
+  const lastSeenMs = mine.length > 0 ? Math.max(...mine.map((g) => g.lastSeenMs)) : null
+  const emptyText = emptyRangeText(lastSeenMs, nowMs, range.durationMs)
   const phases = [
     'total',
     ...(breakdown.response?.phases ?? [])
@@ -55,9 +65,9 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
       </div>
       <RequestTiles state={breakdown} quantiles={route.quantiles} />
       <div className="grid">
-        <LatencyGraph state={series} phase={route.phase} rangeMs={range.durationMs} />
-        <RequestRateGraph state={series} rangeMs={range.durationMs} />
-        <BreakdownGraph state={breakdown} quantiles={route.quantiles} />
+        <LatencyGraph state={series} phase={route.phase} rangeMs={range.durationMs} emptyText={emptyText} />
+        <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />
+        <BreakdownGraph state={breakdown} quantiles={route.quantiles} emptyText={emptyText} />
       </div>
     </main>
   )

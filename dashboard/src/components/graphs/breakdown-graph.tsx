@@ -10,6 +10,8 @@ import { ChartFrame } from '../chart-frame.js'
 export interface BreakdownGraphProps {
   readonly state: ApiState<BreakdownResponse>
   readonly quantiles: readonly string[]
+  /** Text of the empty state; defaults to "No data in this range". */
+  readonly emptyText?: string
 }
 
 /**
@@ -18,7 +20,7 @@ export interface BreakdownGraphProps {
  *
  * @example <BreakdownGraph state={useBreakdown(q)} quantiles={['0.5', '0.99']} />
  */
-export function BreakdownGraph({ state, quantiles }: BreakdownGraphProps) {
+export function BreakdownGraph({ state, quantiles, emptyText }: BreakdownGraphProps) {
   const b = state.response
   const bar = b ? shareBar(b) : { segments: [], row: {} }
   const rows = b ? phaseTableRows(b) : []
@@ -28,6 +30,7 @@ export function BreakdownGraph({ state, quantiles }: BreakdownGraphProps) {
       subtitle="share of total request time, and per-phase latency"
       status={state.status}
       error={state.error}
+      emptyText={emptyText}
       empty={rows.length === 0}
     >
       {() => (

@@ -12,6 +12,8 @@ export interface LatencyGraphProps {
   readonly phase: string
   /** Length of the selected range, for axis labels. */
   readonly rangeMs: number
+  /** Text of the empty state; defaults to "No data in this range". */
+  readonly emptyText?: string
 }
 
 /**
@@ -19,7 +21,7 @@ export interface LatencyGraphProps {
  *
  * @example <LatencyGraph state={useTimeseries(q)} phase="total" rangeMs={3_600_000} />
  */
-export function LatencyGraph({ state, phase, rangeMs }: LatencyGraphProps) {
+export function LatencyGraph({ state, phase, rangeMs, emptyText }: LatencyGraphProps) {
   const ts = state.response
   const rows = ts ? timeseriesRows(ts) : []
   const empty = !ts || !hasTimeseriesData(ts)
@@ -29,6 +31,7 @@ export function LatencyGraph({ state, phase, rangeMs }: LatencyGraphProps) {
       subtitle={ts ? `quantiles per ${formatMs(ts.stepMs)} bucket` : undefined}
       status={state.status}
       error={state.error}
+      emptyText={emptyText}
       empty={empty}
     >
       {() => (

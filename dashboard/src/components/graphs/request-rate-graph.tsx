@@ -9,6 +9,8 @@ import { ChartFrame } from '../chart-frame.js'
 export interface RequestRateGraphProps {
   readonly state: ApiState<TimeseriesResponse>
   readonly rangeMs: number
+  /** Text of the empty state; defaults to "No data in this range". */
+  readonly emptyText?: string
 }
 
 /**
@@ -16,7 +18,7 @@ export interface RequestRateGraphProps {
  *
  * @example <RequestRateGraph state={useTimeseries(q)} rangeMs={3_600_000} />
  */
-export function RequestRateGraph({ state, rangeMs }: RequestRateGraphProps) {
+export function RequestRateGraph({ state, rangeMs, emptyText }: RequestRateGraphProps) {
   const ts = state.response
   const rows = ts ? timeseriesRows(ts) : []
   return (
@@ -25,6 +27,7 @@ export function RequestRateGraph({ state, rangeMs }: RequestRateGraphProps) {
       subtitle="requests per second"
       status={state.status}
       error={state.error}
+      emptyText={emptyText}
       empty={!ts || !hasTimeseriesData(ts)}
     >
       {() => (
