@@ -1,8 +1,15 @@
+import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
-
-function App() {
-  return <h1>tailguard</h1>
-}
+import { App } from './app.js'
+import { AuthProvider, initialToken } from './auth.js'
 
 const root = document.getElementById('root')
-if (root) createRoot(root).render(<App />)
+if (root) {
+  createRoot(root).render(
+    <StrictMode>
+      <AuthProvider initial={initialToken()}>
+        <App />
+      </AuthProvider>
+    </StrictMode>,
+  )
+}

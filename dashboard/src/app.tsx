@@ -1,0 +1,34 @@
+import { useAuth } from './auth.js'
+import { Header } from './components/header.js'
+import { LoginForm } from './components/login-form.js'
+import { useRoute } from './hooks/use-route.js'
+import { ServiceDetail } from './pages/service-detail.js'
+import { ServiceList } from './pages/service-list.js'
+
+/**
+ * The dashboard: the login form without a token, otherwise the page the hash route names.
+ *
+ * @example <AuthProvider initial={initialToken()}><App /></AuthProvider>
+ */
+export function App() {
+  const { token, signOut } = useAuth()
+  const [route, navigate] = useRoute()
+  if (token === null) {
+    return (
+      <>
+        <Header route={null} />
+        <LoginForm />
+      </>
+    )
+  }
+  return (
+    <>
+      <Header route={route} onSignOut={() => signOut()} />
+      {route.page === 'service' ? (
+        <ServiceDetail key={`${route.service}\u0000${route.model}`} route={route} navigate={navigate} />
+      ) : (
+        <ServiceList />
+      )}
+    </>
+  )
+}

@@ -1,0 +1,42 @@
+import type { Route } from '../lib/route.js'
+
+/** The pages in the navigation. SLOs and GPUs join here once their APIs exist. */
+const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => boolean }> = [
+  { label: 'Services', href: '#/', matches: (r) => r.page === 'list' || r.page === 'service' },
+]
+
+/**
+ * The top bar: the product name, the navigation, and a sign-out button when signed in.
+ *
+ * @example <Header route={route} onSignOut={signOut} />
+ */
+export function Header(props: { route: Route | null; onSignOut?: () => void }) {
+  return (
+    <header className="topbar">
+      <a className="brand" href="#/">
+        <span className="brand-mark" aria-hidden="true" />
+        tailguard
+      </a>
+      {props.route ? (
+        <nav aria-label="main">
+          {NAV.map((n) => (
+            <a
+              key={n.href}
+              href={n.href}
+              className={props.route && n.matches(props.route) ? 'active' : undefined}
+            >
+              {n.label}
+            </a>
+          ))}
+        </nav>
+      ) : null}
+      <div className="topbar-end">
+        {props.onSignOut ? (
+          <button type="button" className="link" onClick={props.onSignOut}>
+            Sign out
+          </button>
+        ) : null}
+      </div>
+    </header>
+  )
+}

@@ -1,0 +1,111 @@
+/**
+ * Hash routes of the dashboard (no router dependency): `#/` is the service list,
+ * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99` a service's detail page. The API token may arrive
+ * in the fragment once (`#token=…`); {@link takeToken} lifts it out so it never stays in the address bar.
+ *
+ * @example
+ * ```ts
+ * parseRoute('#/service/chat?model=llama') // { page: 'service', service: 'chat', model: 'llama', range: '1h', … }
+ * ```
+ */
+import { DEFAULT_QUANTILES, parseQuantileList, timeRange } from './time-range.js'
+
+/** The list of services. */
+export interface ListRoute {
+  readonly page: 'list'
+}
+
+/** One service (optionally one model of it) with the detail page's pickers. */
+export interface ServiceRoute {
+  readonly page: 'service'
+  readonly service: string
+  /** Empty string: every model of the service. */
+  readonly model: string
+  readonly range: string
+  readonly phase: string
+  readonly quantiles: readonly string[]
+}
+
+export type Route = ListRoute | ServiceRoute
+
+/** Defaults of a service route's pickers. */
+export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
+
+/**
+ * Reads a location hash into a route; anything unknown is the list.
+ *
+ * @example parseRoute('#/service/chat?range=5m').range // '5m'
+ */
+export function parseRoute(hash: string): Route {
+  const text = hash.replace(/^#/, '')
+  const [path = '', query = ''] = text.split('?', 2)
+  const m = /^\/service\/([^/]+)\/?$/.exec(path)
+  if (!m) return { page: 'list' }
+  let service: string
+  try {
+    service = decodeURIComponent(m[1] as string)
+  } catch {
+    return { page: 'list' }
+  }
+  const params = new URLSearchParams(query)
+  const phase = params.get('phase')
+  return {
+    page: 'service',
+    service,
+    model: params.get('model') ?? '',
+    range: timeRange(params.get('range')).key,
+    phase: phase && /^[a-z0-9_]{1,32}$/.test(phase) ? phase : SERVICE_ROUTE_DEFAULTS.phase,
+    quantiles: parseQuantileList(params.get('q')),
+  }
+}
+
+/**
+ * Writes a route as a location hash; picker values equal to their defaults are left out.
+ *
+ * @example formatRoute({ page: 'service', service: 'chat', model: 'llama', range: '1h', phase: 'total', quantiles: ['0.5', '0.99'] }) // '#/service/chat?model=llama'
+ */
+export function formatRoute(route: Route): string {
+  if (route.page === 'list') return '#/'
+  const params = new URLSearchParams()
+  if (route.model) params.set('model', route.model)
+  if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)
+  if (route.phase !== SERVICE_ROUTE_DEFAULTS.phase) params.set('phase', route.phase)
+  const q = route.quantiles.join(',')
+  if (q !== SERVICE_ROUTE_DEFAULTS.quantiles.join(',')) params.set('q', q)
+  const query = params.toString()
+  return `#/service/${encodeURIComponent(route.service)}${query ? `?${query}` : ''}`
+}
+
+/**
+ * Lifts an API token out of a location hash. Accepts `#token=…` (optionally followed by `&/route…`) and a
+ * `token=` parameter inside a route's query (`#/service/chat?token=…`). Returns the token (or `null`) and
+ * the hash to put back in the address bar without it.
+ *
+ * @example takeToken('#token=abc') // { token: 'abc', hash: '#/' }
+ */
+export function takeToken(hash: string): { token: string | null; hash: string } {
+  const text = hash.replace(/^#/, '')
+  if (text.startsWith('token=')) {
+    const amp = text.indexOf('&')
+    const raw = amp === -1 ? text.slice(6) : text.slice(6, amp)
+    const rest = amp === -1 ? '' : text.slice(amp + 1)
+    return { token: decodeToken(raw), hash: rest.startsWith('/') ? `#${rest}` : '#/' }
+  }
+  const [path = '', query] = text.split('?', 2)
+  if (query === undefined) return { token: null, hash }
+  const params = new URLSearchParams(query)
+  const token = params.get('token')
+  if (token === null) return { token: null, hash }
+  params.delete('token')
+  const rest = params.toString()
+  return { token: token === '' ? null : token, hash: `#${path}${rest ? `?${rest}` : ''}` }
+}
+
+function decodeToken(raw: string): string | null {
+  try {
+    const t = decodeURIComponent(raw).trim()
+    return t === '' ? null : t
+  } catch {
+    return null
+  }
+}
