@@ -90,7 +90,10 @@ class SqlStore implements Store {
    * and series are never deleted, so the cache cannot go stale; it lets most ingests skip the upsert of
    * `tg_series`, whose row lock would otherwise serialize every report of one series across collectors.
    */
-  readonly #seriesCache = new Map<string, { readonly id: number; readonly seenMs: number }>()
+  readonly #seriesCache = new Map<
+    string,
+    { readonly id: number; readonly seenMs: number; readonly firstMs: number }
+  >()
 
   constructor(opts: SqlStoreOptions) {
     this.dialect = opts.dialect
@@ -137,6 +140,9 @@ class SqlStore implements Store {
   async ingest(report: IntervalReport, receivedAtMs: EpochMs): Promise<IngestOutcome> {
     // Validate everything before the first write, so a bad report leaves no trace.
     const bucketMs = floorTo(report.intervalStartMs, this.#finestMs)
+    // Series are "seen" at the time their data covers (not when the report arrived: a spooled report sent
+    // after an outage is old data), never later than now.
+    const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
     const pending: Array<{ labels: SeriesLabels; metric: Metric; histogram: string }> = []
     const counters: Array<{
       labels: SeriesLabels
@@ -187,16 +193,16 @@ class SqlStore implements Store {
           .execute()
         if (fresh.length === 0) return { kind: 'duplicate' }
         if (labelsByKey.size === 0) return { kind: 'stored' }
-        // last_seen_ms is kept to within one finest step: a series written less than that ago is not
-        // touched again.
+        // last_seen_ms is kept to within one finest step: a series seen less than that before is not
+        // touched again, unless the report is older than anything seen (a backfill from a spool).
         const stale = [...labelsByKey.entries()].filter(([key]) => {
           const cached = this.#seriesCache.get(key)
-          return cached === undefined || receivedAtMs > cached.seenMs + this.#finestMs
+          return cached === undefined || seenMs > cached.seenMs + this.#finestMs || seenMs < cached.firstMs
         })
         upserted = await this.#upsertSeries(
           trx,
           stale.map(([, l]) => l),
-          receivedAtMs,
+          seenMs,
         )
         const id = (l: SeriesLabels): number => {
           const key = seriesKey(l)
@@ -236,7 +242,8 @@ class SqlStore implements Store {
     for (const [key, id] of upserted)
       this.#seriesCache.set(key, {
         id,
-        seenMs: Math.max(receivedAtMs, this.#seriesCache.get(key)?.seenMs ?? 0),
+        seenMs: Math.max(seenMs, this.#seriesCache.get(key)?.seenMs ?? 0),
+        firstMs: Math.min(seenMs, this.#seriesCache.get(key)?.firstMs ?? Infinity),
       })
     return outcome
   }

@@ -1,23 +1,23 @@
 /**
  * End-to-end test of the built dashboard (dist/dashboard; `npm run build` first) in real headless Chromium.
  *
- * The backend lives in ONE function, {@link startBackend}. Until the SQLite store lands on this branch it is a
- * small fastify server that serves dist/dashboard and answers the query API from a synthetic fleet with the
- * same schemas, auth answers and query parameters as collector/routes/query.ts. It is meant to be replaced by
- * `buildCollector` + a real store fed with real interval reports; nothing else in this file needs to change
- * as long as the replacement reports the same two services (see FLEET).
+ * The backend, {@link startBackend}, is the real collector app on a real SQLite store, fed with interval
+ * reports made by the agent's recorder and posted through the report route, as agents do.
  *
  * Set TG_SCREENSHOT_DIR to keep screenshots of each page for a look at the layout.
  */
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import Fastify from 'fastify'
-import fastifyStatic from '@fastify/static'
 import { chromium } from 'playwright-core'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { METRICS, PHASES } from '../../collector/index.js'
+import { buildCollector } from '../../collector/app.js'
+import { createStore } from '../../collector/index.js'
+import { createRecorder } from '../../agent/index.js'
+import type { Recorder } from '../../agent/index.js'
+import { seededRandom } from '../../agent/demo/fleet.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const DIST = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url))
@@ -66,323 +66,110 @@ interface Backend {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// startBackend(): the fixture collector. Replace with buildCollector + createStore + real reports.
+// startBackend(): the real collector (buildCollector) on a real SQLite store, fed with real interval reports
+// made by the agent's recorder and posted through POST /api/v1/reports.
 // ---------------------------------------------------------------------------------------------------------
 
 const INTERVAL_MS = 10_000
-/** Phases in API order; phases (not ttft/tpot) have a share of total time. */
-const PHASE_ORDER: readonly string[] = METRICS
-const SHARE_PHASES: ReadonlySet<string> = new Set(PHASES.filter((p) => p !== 'total'))
 
-/** One reported interval of one series: request outcomes and, per phase, a latency distribution. */
-interface Interval {
-  readonly tMs: number
-  readonly ok: number
-  readonly error: number
-  readonly shed: number
-  /** Per phase: median and tail scale (ms); the quantile q is median + tail · max(0, −ln(2(1 − q))). */
-  readonly phases: Readonly<Record<string, { medianMs: number; tailMs: number }>>
-}
-
-interface Series {
-  readonly service: string
-  readonly model: string
-  readonly version: string
-  readonly replica: string
-  readonly node: string
-  readonly intervals: readonly Interval[]
-}
-
-/** The quantile `q` of a phase distribution (monotone in q). */
-const quantileMs = (d: { medianMs: number; tailMs: number }, q: number) =>
-  d.medianMs + d.tailMs * Math.max(0, -Math.log(2 * (1 - Math.min(q, 0.99999))))
-/** Its mean (exponential tail above the median). */
-const meanMs = (d: { medianMs: number; tailMs: number }) => d.medianMs + d.tailMs / 2
-
-function makeFleet(nowMs: number): Series[] {
-  const start = Math.floor(nowMs / INTERVAL_MS) * INTERVAL_MS
-  const chat = (replica: string, node: string, skew: number): Series => {
-    const intervals: Interval[] = []
-    for (let i = 0; i < 180; i++) {
-      const wave = 1 + 0.3 * Math.sin(i / 9 + skew)
-      const queue = { medianMs: 4 * wave, tailMs: 6 * wave }
-      const prefill = { medianMs: 35 + 5 * skew, tailMs: 20 }
-      const decode = { medianMs: 180 * wave, tailMs: 90 }
-      const total = {
-        medianMs: queue.medianMs + prefill.medianMs + decode.medianMs + 3,
-        tailMs: queue.tailMs + prefill.tailMs + decode.tailMs,
-      }
-      intervals.push({
-        tMs: start - (i + 1) * INTERVAL_MS,
-        ok: Math.round(40 * wave),
-        error: i % 7 === 0 ? 2 : 0,
-        shed: i % 11 === 0 ? 1 : 0,
-        phases: {
-          queue,
-          prefill,
-          decode,
-          total,
-          ttft: { medianMs: queue.medianMs + prefill.medianMs, tailMs: 25 },
-          tpot: { medianMs: 12, tailMs: 4 },
-        },
-      })
-    }
-    return {
-      service: FLEET.live.service,
-      model: FLEET.live.model,
-      version: '2026.11.1',
-      replica,
-      node,
-      intervals,
-    }
+async function startBackend(): Promise<Backend> {
+  const dir = mkdtempSync(join(tmpdir(), 'tg-dash-'))
+  const store = await createStore({ url: join(dir, 'tg.db') })
+  const token = 'dashboard-read-token-0123456789'
+  const agentToken = 'dashboard-agent-token-0123456789'
+  const app = await buildCollector(
+    {
+      tokens: [
+        { token, scope: 'read' },
+        { token: agentToken, scope: 'agent' },
+      ],
+      reportBodyLimitBytes: 16 << 20,
+      bodyLimitBytes: 1 << 20,
+      dashboardDir: DIST,
+    },
+    { store },
+  )
+  const now = Date.now()
+  const rand = seededRandom(99)
+  const lognormal = (median: number, sigma: number) => {
+    const z = Math.sqrt(-2 * Math.log(Math.max(rand(), 1e-12))) * Math.cos(2 * Math.PI * rand())
+    return median * Math.exp(sigma * z)
   }
-  const embedIntervals: Interval[] = []
-  for (let i = 0; i < 180; i++) {
-    const wave = 1 + 0.2 * Math.cos(i / 15)
-    embedIntervals.push({
-      tMs: start - FLEET.stale.stoppedAgoMs - (i + 1) * INTERVAL_MS,
-      ok: Math.round(120 * wave),
-      error: 0,
-      shed: 0,
-      phases: {
-        queue: { medianMs: 0.8, tailMs: 1.5 },
-        h2d: { medianMs: 0.3, tailMs: 0.1 },
-        kernel: { medianMs: 6 * wave, tailMs: 2 },
-        total: { medianMs: 8 * wave, tailMs: 4 },
+  let seq = 0
+  const send = async (recorder: Recorder, startMs: number) => {
+    const { series } = recorder.drain()
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reports',
+      headers: { authorization: `Bearer ${agentToken}` },
+      payload: {
+        version: 1,
+        agent: { id: 'e2e', instance: 'e2e-instance', node: 'node-a' },
+        seq: ++seq,
+        intervalStartMs: startMs,
+        intervalEndMs: startMs + INTERVAL_MS,
+        series,
       },
     })
+    if (res.statusCode !== 200) throw new Error(`report rejected: ${res.body}`)
   }
-  return [
-    chat(FLEET.live.replicas[0], 'gpu-node-a', 0),
-    chat(FLEET.live.replicas[1], 'gpu-node-b', 1),
-    {
-      service: FLEET.stale.service,
-      model: FLEET.stale.model,
-      version: '7',
-      replica: FLEET.stale.replicas[0],
-      node: 'gpu-node-a',
-      intervals: embedIntervals,
+  const recorder = createRecorder()
+  const { live, stale } = FLEET
+  // The live LLM service: two replicas over the last 30 minutes, with timeouts now and then.
+  for (let i = 180; i >= 1; i--) {
+    const t = Math.floor(now / INTERVAL_MS) * INTERVAL_MS - i * INTERVAL_MS
+    live.replicas.forEach((replica, r) => {
+      const labels = { service: live.service, model: live.model, version: '1', replica, node: `node-${r}` }
+      for (let k = 0; k < 30; k++) {
+        const queue = lognormal(3_000, 0.8)
+        const prefill = lognormal(35_000, 0.2)
+        const decode = lognormal(180_000, 0.3)
+        const failed = k === 0 && i % 7 === 0
+        recorder.recordRequest({
+          labels,
+          status: failed ? 'error' : 'ok',
+          ...(failed ? { errorClass: live.errorClass } : {}),
+          phasesUs: { queue, prefill, decode, total: queue + prefill + decode + 2_000 },
+          ttftUs: queue + prefill,
+          tpotUs: lognormal(22_000, 0.1),
+          outputTokens: 8,
+        })
+      }
+    })
+    await send(recorder, t)
+  }
+  // The stale service: 30 minutes of data that ended 150 minutes ago.
+  for (let i = 180; i >= 1; i--) {
+    const t = Math.floor((now - stale.stoppedAgoMs) / INTERVAL_MS) * INTERVAL_MS - i * INTERVAL_MS
+    const labels = {
+      service: stale.service,
+      model: stale.model,
+      version: '1',
+      replica: stale.replicas[0],
+      node: 'node-a',
+    }
+    for (let k = 0; k < 20; k++) {
+      const queue = lognormal(500, 0.5)
+      const h2d = lognormal(300, 0.2)
+      const kernel = lognormal(4_000, 0.1)
+      recorder.recordRequest({
+        labels,
+        status: 'ok',
+        phasesUs: { queue, h2d, kernel, total: queue + h2d + kernel + 200 },
+      })
+    }
+    await send(recorder, t)
+  }
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return {
+    url,
+    token,
+    async close() {
+      await app.close()
+      await store.close()
+      rmSync(dir, { recursive: true, force: true })
     },
-  ]
-}
-
-class HttpProblem extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message)
   }
-}
-
-const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-
-function parseTime(text: string | undefined, fallback: number, nowMs: number, field: string): number {
-  if (text === undefined) return fallback
-  if (text === 'now') return nowMs
-  const rel = /^-(\d+)([smhd])$/.exec(text)
-  if (rel) return nowMs - Number(rel[1]) * UNITS[rel[2]!]!
-  const iso = Date.parse(text)
-  if (/^\d{4}-\d{2}-\d{2}/.test(text) && Number.isFinite(iso)) return iso
-  throw new HttpProblem(400, 'TG_ERR_BAD_REQUEST', `${field}: cannot read '${text}'`)
-}
-
-type Query = Record<string, string | undefined>
-
-function checkKeys(q: Query, allowed: readonly string[]) {
-  for (const k of Object.keys(q))
-    if (!allowed.includes(k))
-      throw new HttpProblem(
-        400,
-        'TG_ERR_BAD_REQUEST',
-        `querystring must NOT have additional properties (${k})`,
-      )
-}
-
-function summarize(
-  intervals: ReadonlyArray<Interval>,
-  phase: string,
-  quantiles: readonly string[],
-): {
-  count: number
-  min: number | null
-  max: number | null
-  mean: number | null
-  quantiles: Record<string, number | null>
-} {
-  let count = 0
-  let weighted = 0
-  let min = Infinity
-  let max = -Infinity
-  const qs: Record<string, number> = {}
-  for (const iv of intervals) {
-    const d = iv.phases[phase]
-    const n = iv.ok + iv.error
-    if (!d || n === 0) continue
-    count += n
-    weighted += meanMs(d) * n
-    min = Math.min(min, d.medianMs * 0.5)
-    max = Math.max(max, quantileMs(d, 0.9999))
-    for (const q of quantiles) qs[q] = Math.max(qs[q] ?? 0, quantileMs(d, Number(q)))
-  }
-  if (count === 0)
-    return {
-      count: 0,
-      min: null,
-      max: null,
-      mean: null,
-      quantiles: Object.fromEntries(quantiles.map((q) => [q, null])),
-    }
-  return { count, min, max, mean: weighted / count, quantiles: qs }
-}
-
-/**
- * Starts the backend the e2e test talks to, listening on 127.0.0.1 at a free port.
- *
- * The lead replaces the body with `buildCollector({ tokens, …, dashboardDir: DIST }, { store })` on a real
- * SQLite store fed by real interval reports of the FLEET services, then `app.listen({ host: '127.0.0.1', port: 0 })`.
- */
-async function startBackend(): Promise<Backend> {
-  const token = 'tg_read_e2e_0123456789abcdef'
-  const app = Fastify({ logger: false })
-  const nowMs = () => Date.now()
-  const fleet = makeFleet(nowMs())
-
-  app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith('/api/')) return undefined
-    const header = req.headers.authorization
-    if (!header?.startsWith('Bearer ')) {
-      return reply.code(401).header('www-authenticate', 'Bearer').send({
-        code: 'TG_ERR_UNAUTHORIZED',
-        statusCode: 401,
-        message: 'missing bearer token (Authorization: Bearer <token>)',
-      })
-    }
-    if (header.slice(7) !== token) {
-      return reply
-        .code(401)
-        .header('www-authenticate', 'Bearer error="invalid_token"')
-        .send({ code: 'TG_ERR_UNAUTHORIZED', statusCode: 401, message: 'invalid bearer token' })
-    }
-    return undefined
-  })
-  app.setErrorHandler((err, _req, reply) => {
-    if (err instanceof HttpProblem)
-      return reply
-        .code(err.statusCode)
-        .send({ code: err.code, statusCode: err.statusCode, message: err.message })
-    return reply.code(500).send({ code: 'TG_ERR_INTERNAL', statusCode: 500, message: 'internal error' })
-  })
-
-  const SELECTOR = ['service', 'model', 'version', 'replica', 'node', 'from', 'to', 'quantiles']
-  const select = (q: Query) =>
-    fleet.filter(
-      (s) =>
-        (!q.service || s.service === q.service) &&
-        (!q.model || s.model === q.model) &&
-        (!q.version || s.version === q.version) &&
-        (!q.replica || s.replica === q.replica) &&
-        (!q.node || s.node === q.node),
-    )
-  const rangeOf = (q: Query) => {
-    const now = nowMs()
-    const toMs = parseTime(q.to, now, now, 'to')
-    const fromMs = parseTime(q.from, toMs - 5 * 60_000, now, 'from')
-    if (!(fromMs < toMs)) throw new HttpProblem(400, 'TG_ERR_BAD_REQUEST', 'from must be before to')
-    return { fromMs, toMs }
-  }
-  const quantilesOf = (q: Query) => {
-    const qs = q.quantiles ? q.quantiles.split(',') : ['0.5', '0.9', '0.99', '0.999']
-    for (const x of qs)
-      if (!(Number(x) > 0 && Number(x) <= 1))
-        throw new HttpProblem(400, 'TG_ERR_BAD_REQUEST', `quantiles: '${x}' is not a number in (0, 1]`)
-    return qs
-  }
-  const inRange = (series: readonly Series[], fromMs: number, toMs: number) =>
-    series.flatMap((s) => s.intervals.filter((iv) => iv.tMs >= fromMs && iv.tMs < toMs))
-
-  app.get('/api/v1/services', async () => ({
-    services: fleet.map((s) => ({
-      service: s.service,
-      model: s.model,
-      version: s.version,
-      replica: s.replica,
-      node: s.node,
-      firstSeen: new Date(Math.min(...s.intervals.map((i) => i.tMs))).toISOString(),
-      lastSeen: new Date(Math.max(...s.intervals.map((i) => i.tMs)) + INTERVAL_MS).toISOString(),
-    })),
-  }))
-
-  app.get('/api/v1/breakdown', async (req) => {
-    const q = req.query as Query
-    checkKeys(q, SELECTOR)
-    const quantiles = quantilesOf(q)
-    const { fromMs, toMs } = rangeOf(q)
-    const ivs = inRange(select(q), fromMs, toMs)
-    const total = summarize(ivs, 'total', quantiles)
-    const totalTime = (total.mean ?? 0) * total.count
-    const phases = PHASE_ORDER.filter((p) => p !== 'total')
-      .map((p) => ({ phase: p, ...summarize(ivs, p, quantiles) }))
-      .filter((p) => p.count > 0)
-      .map((p) => ({
-        ...p,
-        share: SHARE_PHASES.has(p.phase) && totalTime > 0 ? ((p.mean ?? 0) * p.count) / totalTime : null,
-      }))
-    const errors = ivs.reduce((a, iv) => a + iv.error, 0)
-    return {
-      from: new Date(fromMs).toISOString(),
-      to: new Date(toMs).toISOString(),
-      total,
-      phases,
-      requests: {
-        ok: ivs.reduce((a, iv) => a + iv.ok, 0),
-        error: errors,
-        shed: ivs.reduce((a, iv) => a + iv.shed, 0),
-        errorClasses: errors > 0 ? { [FLEET.live.errorClass]: errors } : {},
-        outputTokens: ivs.reduce((a, iv) => a + (iv.phases.tpot ? iv.ok * 200 : 0), 0),
-      },
-    }
-  })
-
-  app.get('/api/v1/timeseries', async (req) => {
-    const q = req.query as Query
-    checkKeys(q, [...SELECTOR, 'phase', 'step'])
-    const phase = q.phase ?? 'total'
-    if (!PHASE_ORDER.includes(phase))
-      throw new HttpProblem(400, 'TG_ERR_BAD_REQUEST', `phase: unknown phase '${phase}'`)
-    const quantiles = quantilesOf(q)
-    const { fromMs, toMs } = rangeOf(q)
-    const stepMs = Math.max(10_000, Math.ceil((toMs - fromMs) / 60 / 10_000) * 10_000)
-    const ivs = inRange(select(q), fromMs, toMs)
-    const points = []
-    for (let t = Math.floor(fromMs / stepMs) * stepMs; t < toMs; t += stepMs) {
-      const s = summarize(
-        ivs.filter((iv) => iv.tMs >= t && iv.tMs < t + stepMs),
-        phase,
-        quantiles,
-      )
-      if (s.count === 0) continue // like the store: buckets without data are absent
-      points.push({
-        t: new Date(t).toISOString(),
-        count: s.count,
-        ratePerSecond: s.count / (stepMs / 1000),
-        quantiles: s.quantiles,
-      })
-    }
-    return {
-      from: new Date(fromMs).toISOString(),
-      to: new Date(toMs).toISOString(),
-      phase,
-      stepMs,
-      quantiles,
-      points,
-    }
-  })
-
-  await app.register(fastifyStatic, { root: DIST, prefix: '/', index: ['index.html'] })
-  const address = await app.listen({ host: '127.0.0.1', port: 0 })
-  return { url: address, token, close: () => app.close() }
 }
 
 // ---------------------------------------------------------------------------------------------------------

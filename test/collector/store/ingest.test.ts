@@ -90,28 +90,30 @@ for (const dialect of testDialects())
       expect((await store.counts({}, ALL)).ok).toBe(1)
     })
 
-    it('lists series with first and last seen times (to within one 10 s step)', async () => {
-      await store.ingest(
-        makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }),
-        T0 + 5000,
-      )
+    it('lists series with first and last seen times: the data’s time, never later than its arrival', async () => {
+      // A series is seen at the end of the interval its data covers (to within one 10 s step).
+      await store.ingest(makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }), T0 + 5000)
       await store.ingest(makeReport({ seq: 2, startMs: T0, series: [{ ok: 1 }] }), T0 + 9000)
       await store.ingest(
         makeReport({
           seq: 3,
-          startMs: T0 + 5000,
+          startMs: T0 + 20_000,
           series: [{ samples: { total: [1] } }, { labels: { service: 'embed', replica: 'r1' }, ok: 1 }],
         }),
+        // Sent late (from a spool after an outage): the data is still from T0 + 20 s.
         T0 + 100_000,
       )
       expect(await store.services()).toEqual([
-        { ...labels(), firstSeenMs: T0 + 5000, lastSeenMs: T0 + 100_000 },
+        { ...labels(), firstSeenMs: T0 + 5000, lastSeenMs: T0 + 25_000 },
         {
           ...labels({ service: 'embed', replica: 'r1' }),
-          firstSeenMs: T0 + 100_000,
-          lastSeenMs: T0 + 100_000,
+          firstSeenMs: T0 + 25_000,
+          lastSeenMs: T0 + 25_000,
         },
       ])
+      // A report whose interval ends after its arrival (clock skew) is seen at its arrival, not in the future.
+      await store.ingest(makeReport({ seq: 4, startMs: T0 + 60_000, series: [{ ok: 1 }] }), T0 + 61_000)
+      expect((await store.services())[0]!.lastSeenMs).toBe(T0 + 61_000)
       // Another collector receives an older report late: first seen moves back, last seen does not.
       const other = await createStore({ url: tdb.url })
       try {
@@ -124,8 +126,8 @@ for (const dialect of testDialects())
       }
       expect((await store.services())[0]).toEqual({
         ...labels(),
-        firstSeenMs: T0 + 1000,
-        lastSeenMs: T0 + 100_000,
+        firstSeenMs: T0,
+        lastSeenMs: T0 + 61_000,
       })
     })
 
