@@ -35,10 +35,20 @@ const bench: Bench = {
     const ingestRows: Array<Array<string | number>> = []
     const queryRows: Array<Array<string | number>> = []
     for (const dialect of testDialects()) {
-      for (const concurrency of dialect === 'postgres' ? [1, CONCURRENCY] : [1]) {
-        const r = await ingestBench(dialect, concurrency, log)
+      const variants: Array<[number, string]> =
+        dialect === 'postgres'
+          ? [
+              [1, ''],
+              [CONCURRENCY, ''],
+            ]
+          : [
+              [1, ''],
+              [1, '?synchronous=full'],
+            ]
+      for (const [concurrency, suffix] of variants) {
+        const r = await ingestBench(dialect, concurrency, suffix, log)
         ingestRows.push([
-          dialect,
+          dialect + suffix.replace('?', ' '),
           concurrency,
           r.reports,
           r.reportsPerSec,
@@ -145,10 +155,11 @@ function reportPool(): Array<IntervalReport['series'][number]> {
 async function ingestBench(
   dialect: TestDialect,
   concurrency: number,
+  urlSuffix: string,
   log: (line: string) => void,
 ): Promise<{ reports: number; reportsPerSec: number; baselinePerSec: number; cpuUsPerReport: number }> {
   const tdb = await createTestDatabase(dialect)
-  const store = await createStore({ url: tdb.url })
+  const store = await createStore({ url: tdb.url + urlSuffix })
   try {
     const pool = reportPool()
     const makeReport = (i: number): IntervalReport => ({
