@@ -19,7 +19,7 @@ import type {
   TimeRange,
 } from './types.js'
 
-/** What {@link SqlStore} needs from `createStore`: the only place that knows the dialect. */
+/** What {@link SqlStore} needs from `createStore`: the only place that knows the dialect. @example see {@link createSqlStore} */
 export interface SqlStoreOptions {
   readonly db: Kysely<DB>
   readonly dialect: 'sqlite' | 'postgres'
@@ -30,7 +30,11 @@ export interface SqlStoreOptions {
   readonly logger: (line: string) => void
 }
 
-/** One histogram or counter row as the writer takes it (also used by the benchmark's bulk loader). */
+/**
+ * One histogram row as the bulk writer takes it (the benchmark's loader).
+ *
+ * @example { stepMs: 60_000, bucketMs: t, seriesId: 1, metric: 'total', consumed: false, histogram: encodeHistogram(h) }
+ */
 export interface HistRow {
   readonly stepMs: number
   readonly bucketMs: number
@@ -581,6 +585,8 @@ type CountRow = Row & {
 
 /**
  * Creates the store over an open kysely handle; `createStore` is the public entry point.
+ *
+ * @example const store = createSqlStore({ db, dialect: 'sqlite', levels: DEFAULT_ROLLUPS, migrationSchema: undefined, clock: Date.now, logger: () => {} })
  */
 export function createSqlStore(opts: SqlStoreOptions): Store {
   return new SqlStore(opts)
@@ -589,6 +595,8 @@ export function createSqlStore(opts: SqlStoreOptions): Store {
 /**
  * The internals the benchmark's bulk loader needs: the kysely handle and the row writer. Returns
  * `undefined` for a store that is not a {@link SqlStore}.
+ *
+ * @example await storeInternals(store)!.writeHistRows(rows)
  */
 export function storeInternals(store: Store):
   | {
