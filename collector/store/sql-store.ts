@@ -3,7 +3,7 @@ import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
 import { addEncoded } from '../report/histogram.js'
 import { encodeHistogram, isMetric, newHistogram, seriesKey, tryDecodeHistogram } from '../report/index.js'
 import type { Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
-import { BadRequest } from '../errors.js'
+import { BadRequest, StoreUnavailable, TailguardError } from '../errors.js'
 import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
@@ -364,15 +364,19 @@ class SqlStore implements Store {
   }
 
   async services(): Promise<ServiceInfo[]> {
-    const rows = await this.#db
-      .selectFrom('tg_series')
-      .select(['service', 'model', 'version', 'replica', 'node', 'first_seen_ms', 'last_seen_ms'])
-      .orderBy('service')
-      .orderBy('model')
-      .orderBy('version')
-      .orderBy('replica')
-      .orderBy('node')
-      .execute()
+    const rows = await this.#retrying(
+      () =>
+        this.#db
+          .selectFrom('tg_series')
+          .select(['service', 'model', 'version', 'replica', 'node', 'first_seen_ms', 'last_seen_ms'])
+          .orderBy('service')
+          .orderBy('model')
+          .orderBy('version')
+          .orderBy('replica')
+          .orderBy('node')
+          .execute(),
+      1,
+    )
     return rows.map((r) => ({
       service: r.service,
       model: r.model,
@@ -500,12 +504,17 @@ class SqlStore implements Store {
   ): Promise<void> {
     let tx = this.#db.transaction()
     if (this.dialect === 'postgres') tx = tx.setIsolationLevel('repeatable read').setAccessMode('read only')
-    await tx.execute(async (trx) => {
-      const marks = new Map<number, number>()
-      for (const r of await trx.selectFrom('tg_level_state').selectAll().execute())
-        marks.set(Number(r.step_ms), Number(r.deleted_before_ms))
-      await fn(trx, (stepMs) => marks.get(stepMs) ?? -Infinity)
-    })
+    // Not retried: `fn` accumulates results as it goes (and a read-only snapshot cannot deadlock).
+    await this.#retrying(
+      () =>
+        tx.execute(async (trx) => {
+          const marks = new Map<number, number>()
+          for (const r of await trx.selectFrom('tg_level_state').selectAll().execute())
+            marks.set(Number(r.step_ms), Number(r.deleted_before_ms))
+          await fn(trx, (stepMs) => marks.get(stepMs) ?? -Infinity)
+        }),
+      1,
+    )
   }
 
   async #histRows(
@@ -561,14 +570,19 @@ class SqlStore implements Store {
     return (await q.execute()).filter((r) => counted(segments, r))
   }
 
-  /** Retries a transaction that PostgreSQL aborted for a deadlock or serialization failure. */
-  async #retrying<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Retries a transaction that PostgreSQL aborted for a deadlock or serialization failure. Any other
+   * database error becomes `StoreUnavailable` (503: the agent keeps the report and retries).
+   */
+  async #retrying<T>(fn: () => Promise<T>, maxAttempts = MAX_RETRIES): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await fn()
       } catch (err) {
+        if (err instanceof TailguardError) throw err
         const code = (err as { code?: unknown }).code
-        if (attempt >= MAX_RETRIES || typeof code !== 'string' || !RETRYABLE_PG_CODES.has(code)) throw err
+        if (attempt >= maxAttempts || typeof code !== 'string' || !RETRYABLE_PG_CODES.has(code))
+          throw new StoreUnavailable(`store: ${(err as Error).message}`, { cause: err })
         this.#log(`store: retrying after ${code} (attempt ${attempt})`)
       }
     }

@@ -90,6 +90,18 @@ for (const dialect of testDialects())
       expect((await store.counts({}, ALL)).ok).toBe(1)
     })
 
+    it('answers StoreUnavailable (503) when the database is gone', async () => {
+      const closed = await createStore({ url: tdb.url })
+      await closed.close()
+      const report = makeReport({ seq: 1, startMs: T0, series: [{ ok: 1 }] })
+      await expect(closed.ingest(report, T0)).rejects.toMatchObject({
+        code: 'TG_ERR_STORE_UNAVAILABLE',
+        statusCode: 503,
+      })
+      await expect(closed.counts({}, ALL)).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
+      await expect(closed.services()).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
+    })
+
     it('lists series with first and last seen times (to within one 10 s step)', async () => {
       await store.ingest(
         makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }),
