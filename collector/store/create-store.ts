@@ -66,6 +66,8 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
               : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
         },
       })
+      // An idle client losing its connection must not crash the process: queries fail and ping() says so.
+      pool.on('error', (err) => logger(`store: PostgreSQL connection error: ${err.message}`))
       db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
       const row = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)
       migrationSchema = row.rows[0]?.schema ?? undefined

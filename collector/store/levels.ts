@@ -24,6 +24,8 @@ export const DEFAULT_ROLLUPS: readonly RollupLevel[] = Object.freeze([
 /**
  * Checks rollup levels and applies retention overrides by level name. Returns the problems found, or the
  * frozen levels. Each step must be a whole number of seconds and divide the next one.
+ *
+ * @example resolveRollups(DEFAULT_ROLLUPS, { '10s': 6 * 3600_000 }) // { ok: true, levels: [...] }
  */
 export function resolveRollups(
   levels: readonly RollupLevel[],
@@ -59,7 +61,9 @@ export interface Segment {
   readonly toMs: number
 }
 
+/** `t` rounded down to a multiple of `step`. @example floorTo(25_000, 10_000) // 20_000 */
 export const floorTo = (t: number, step: number): number => Math.floor(t / step) * step
+/** `t` rounded up to a multiple of `step`. @example ceilTo(25_000, 10_000) // 30_000 */
 export const ceilTo = (t: number, step: number): number => Math.ceil(t / step) * step
 
 /**
@@ -68,6 +72,12 @@ export const ceilTo = (t: number, step: number): number => Math.ceil(t / step) *
  * its rows, whose content then lives in the next coarser level). Where no level is both aligned and kept,
  * the time is not covered: its data survives only at a coarser resolution whose buckets start outside the range.
  * Segments come back sorted and disjoint.
+ *
+ * @example
+ * ```ts
+ * planSegments(50 * MIN, 3 * HOUR + 30 * SEC, [10_000, MIN, HOUR], () => -Infinity)
+ * // [{ 1 min, 50 min..1 h }, { 1 h, 1 h..3 h }, { 10 s, 3 h..3 h 30 s }]
+ * ```
  */
 export function planSegments(
   fromMs: number,
@@ -93,7 +103,7 @@ export function planSegments(
   return out
 }
 
-/** Joins neighbouring segments of the same level. */
+/** Joins neighbouring segments of the same level. @example joinSegments([{ stepMs: 10, fromMs: 0, toMs: 10 }, { stepMs: 10, fromMs: 10, toMs: 20 }]) // one segment 0..20 */
 export function joinSegments(segments: readonly Segment[]): Segment[] {
   const out: Segment[] = []
   for (const s of segments) {
@@ -108,6 +118,8 @@ export function joinSegments(segments: readonly Segment[]): Segment[] {
 /**
  * Whether a row belongs to the plan: its bucket lies in a segment, and it is either of that segment's level
  * or a finer row not yet merged into a rollup. `segments` must be sorted and disjoint.
+ *
+ * @example rowCounts([{ stepMs: MIN, fromMs: 0, toMs: HOUR }], { stepMs: 10_000, bucketMs: 0, consumed: false }) // true
  */
 export function rowCounts(
   segments: readonly Segment[],
@@ -138,6 +150,8 @@ export interface FetchTerm {
  * every read on an index). Per level: its own segments (all rows), and the coarser levels' segments
  * (rows not yet consumed). Past `maxRangesPerStep` ranges, one read over their hull replaces them. The
  * reads never overlap, so no row comes back twice; the result is a superset to filter with {@link rowCounts}.
+ *
+ * @example fetchTerms([{ stepMs: MIN, fromMs: 0, toMs: HOUR }], [10_000, MIN], 16) // 10 s unconsumed + 1 min all, 0..1 h
  */
 export function fetchTerms(
   segments: readonly Segment[],

@@ -3,7 +3,7 @@ import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
 import { addEncoded } from '../report/histogram.js'
 import { encodeHistogram, isMetric, newHistogram, seriesKey, tryDecodeHistogram } from '../report/index.js'
 import type { Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
-import { BadRequest } from '../errors.js'
+import { BadRequest, StoreUnavailable, TailguardError } from '../errors.js'
 import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
@@ -19,7 +19,7 @@ import type {
   TimeRange,
 } from './types.js'
 
-/** What {@link SqlStore} needs from `createStore`: the only place that knows the dialect. */
+/** What {@link SqlStore} needs from `createStore`: the only place that knows the dialect. @example see {@link createSqlStore} */
 export interface SqlStoreOptions {
   readonly db: Kysely<DB>
   readonly dialect: 'sqlite' | 'postgres'
@@ -30,7 +30,11 @@ export interface SqlStoreOptions {
   readonly logger: (line: string) => void
 }
 
-/** One histogram or counter row as the writer takes it (also used by the benchmark's bulk loader). */
+/**
+ * One histogram row as the bulk writer takes it (the benchmark's loader).
+ *
+ * @example { stepMs: 60_000, bucketMs: t, seriesId: 1, metric: 'total', consumed: false, histogram: encodeHistogram(h) }
+ */
 export interface HistRow {
   readonly stepMs: number
   readonly bucketMs: number
@@ -367,15 +371,19 @@ class SqlStore implements Store {
   }
 
   async services(): Promise<ServiceInfo[]> {
-    const rows = await this.#db
-      .selectFrom('tg_series')
-      .select(['service', 'model', 'version', 'replica', 'node', 'first_seen_ms', 'last_seen_ms'])
-      .orderBy('service')
-      .orderBy('model')
-      .orderBy('version')
-      .orderBy('replica')
-      .orderBy('node')
-      .execute()
+    const rows = await this.#retrying(
+      () =>
+        this.#db
+          .selectFrom('tg_series')
+          .select(['service', 'model', 'version', 'replica', 'node', 'first_seen_ms', 'last_seen_ms'])
+          .orderBy('service')
+          .orderBy('model')
+          .orderBy('version')
+          .orderBy('replica')
+          .orderBy('node')
+          .execute(),
+      1,
+    )
     return rows.map((r) => ({
       service: r.service,
       model: r.model,
@@ -503,12 +511,17 @@ class SqlStore implements Store {
   ): Promise<void> {
     let tx = this.#db.transaction()
     if (this.dialect === 'postgres') tx = tx.setIsolationLevel('repeatable read').setAccessMode('read only')
-    await tx.execute(async (trx) => {
-      const marks = new Map<number, number>()
-      for (const r of await trx.selectFrom('tg_level_state').selectAll().execute())
-        marks.set(Number(r.step_ms), Number(r.deleted_before_ms))
-      await fn(trx, (stepMs) => marks.get(stepMs) ?? -Infinity)
-    })
+    // Not retried: `fn` accumulates results as it goes (and a read-only snapshot cannot deadlock).
+    await this.#retrying(
+      () =>
+        tx.execute(async (trx) => {
+          const marks = new Map<number, number>()
+          for (const r of await trx.selectFrom('tg_level_state').selectAll().execute())
+            marks.set(Number(r.step_ms), Number(r.deleted_before_ms))
+          await fn(trx, (stepMs) => marks.get(stepMs) ?? -Infinity)
+        }),
+      1,
+    )
   }
 
   async #histRows(
@@ -564,14 +577,19 @@ class SqlStore implements Store {
     return (await q.execute()).filter((r) => counted(segments, r))
   }
 
-  /** Retries a transaction that PostgreSQL aborted for a deadlock or serialization failure. */
-  async #retrying<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Retries a transaction that PostgreSQL aborted for a deadlock or serialization failure. Any other
+   * database error becomes `StoreUnavailable` (503: the agent keeps the report and retries).
+   */
+  async #retrying<T>(fn: () => Promise<T>, maxAttempts = MAX_RETRIES): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await fn()
       } catch (err) {
+        if (err instanceof TailguardError) throw err
         const code = (err as { code?: unknown }).code
-        if (attempt >= MAX_RETRIES || typeof code !== 'string' || !RETRYABLE_PG_CODES.has(code)) throw err
+        if (attempt >= maxAttempts || typeof code !== 'string' || !RETRYABLE_PG_CODES.has(code))
+          throw new StoreUnavailable(`store: ${(err as Error).message}`, { cause: err })
         this.#log(`store: retrying after ${code} (attempt ${attempt})`)
       }
     }
@@ -588,6 +606,8 @@ type CountRow = Row & {
 
 /**
  * Creates the store over an open kysely handle; `createStore` is the public entry point.
+ *
+ * @example const store = createSqlStore({ db, dialect: 'sqlite', levels: DEFAULT_ROLLUPS, migrationSchema: undefined, clock: Date.now, logger: () => {} })
  */
 export function createSqlStore(opts: SqlStoreOptions): Store {
   return new SqlStore(opts)
@@ -596,6 +616,8 @@ export function createSqlStore(opts: SqlStoreOptions): Store {
 /**
  * The internals the benchmark's bulk loader needs: the kysely handle and the row writer. Returns
  * `undefined` for a store that is not a {@link SqlStore}.
+ *
+ * @example await storeInternals(store)!.writeHistRows(rows)
  */
 export function storeInternals(store: Store):
   | {

@@ -90,9 +90,24 @@ for (const dialect of testDialects())
       expect((await store.counts({}, ALL)).ok).toBe(1)
     })
 
+    it('answers StoreUnavailable (503) when the database is gone', async () => {
+      const closed = await createStore({ url: tdb.url })
+      await closed.close()
+      const report = makeReport({ seq: 1, startMs: T0, series: [{ ok: 1 }] })
+      await expect(closed.ingest(report, T0)).rejects.toMatchObject({
+        code: 'TG_ERR_STORE_UNAVAILABLE',
+        statusCode: 503,
+      })
+      await expect(closed.counts({}, ALL)).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
+      await expect(closed.services()).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
+    })
+
     it('lists series with first and last seen times: the data’s time, never later than its arrival', async () => {
       // A series is seen at the end of the interval its data covers (to within one 10 s step).
-      await store.ingest(makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }), T0 + 5000)
+      await store.ingest(
+        makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }),
+        T0 + 5000,
+      )
       await store.ingest(makeReport({ seq: 2, startMs: T0, series: [{ ok: 1 }] }), T0 + 9000)
       await store.ingest(
         makeReport({

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createStore } from '../../../collector/index.js'
-import { MIGRATION_NAMES } from '../../../migrations/index.js'
+import { MIGRATION_NAMES, migrationProvider } from '../../../migrations/index.js'
+import { storeInternals } from '../../../collector/store/sql-store.js'
+import { Migrator, NO_MIGRATIONS, sql } from 'kysely'
 import { createTestDatabase, testDialects } from '../../helpers/dialects.js'
 import type { TestDatabase } from '../../helpers/dialects.js'
 
@@ -27,6 +29,45 @@ for (const dialect of testDialects())
       } finally {
         await store.close()
       }
+    })
+
+    it('migrates down to nothing and up again', async () => {
+      const store = await createStore({ url: tdb.url })
+      try {
+        const db = storeInternals(store)!.db
+        const schema =
+          dialect === 'postgres'
+            ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s
+            : undefined
+        const migrator = new Migrator({
+          db,
+          provider: migrationProvider,
+          migrationTableName: 'tg_migration',
+          migrationLockTableName: 'tg_migration_lock',
+          ...(schema === undefined ? {} : { migrationTableSchema: schema }),
+        })
+        const down = await migrator.migrateTo(NO_MIGRATIONS)
+        expect(down.error).toBeUndefined()
+        expect(down.results?.map((r) => r.migrationName)).toEqual([...MIGRATION_NAMES].reverse())
+        await expect(store.services()).rejects.toThrow()
+        expect(await store.migrate()).toEqual({ kind: 'ok', applied: MIGRATION_NAMES })
+        expect(await store.services()).toEqual([])
+      } finally {
+        await store.close()
+      }
+    })
+
+    it('returns a failed migration as a value, and createStore refuses to start', async () => {
+      const store = await createStore({ url: tdb.url, migrate: false })
+      try {
+        await sql`create table tg_series (unrelated integer)`.execute(storeInternals(store)!.db)
+        const result = await store.migrate()
+        expect(result).toMatchObject({ kind: 'failed', migration: MIGRATION_NAMES[0] })
+        expect(result.kind === 'failed' && result.error.length > 0).toBe(true)
+      } finally {
+        await store.close()
+      }
+      await expect(createStore({ url: tdb.url })).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
     })
 
     it('opens an already migrated database without applying anything', async () => {
