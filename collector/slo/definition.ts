@@ -102,7 +102,7 @@ class Checker {
 }
 
 /**
- * Parses an objective: a ratio in (0, 1) or a percentage text such as `"99.9%"` / a number above 1 (99.9).
+ * Parses an objective: a ratio in (0, 1), or a percentage text such as `"99.9%"`.
  *
  * @example parseObjective('99.9%') // 0.999
  */
@@ -113,7 +113,6 @@ export function parseObjective(v: unknown): number | undefined {
     n = t.endsWith('%') ? Number(t.slice(0, -1)) / 100 : Number(t)
   } else if (typeof v === 'number') n = v
   else return undefined
-  if (n > 1 && n < 100) n = n / 100
   if (!(n > 0 && n < 1)) return undefined
   return Math.round(n * 1e9) / 1e9
 }

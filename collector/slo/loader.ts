@@ -225,7 +225,7 @@ function convertOpenSlo(
 
   // Indicator: inline or by reference.
   let sliDoc: ParsedDoc = d
-  let sliBase: Path = ['spec', 'indicator']
+  let sliBase: Path = ['spec', 'indicator', 'spec']
   let sliSpec: Rec | undefined
   if (spec['indicatorRef'] !== undefined) {
     const ref = spec['indicatorRef']
