@@ -1,5 +1,8 @@
 // Test helpers: a small in-test data source on the real HDR codec (the real store is built on another
 // branch), and SQLite / PostgreSQL databases with the SLO migration applied.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
@@ -89,41 +92,64 @@ export async function migrate(db: Kysely<SloTables>): Promise<void> {
   await up(db as unknown as Kysely<unknown>)
 }
 
-/** A PostgreSQL database in its own random schema; `drop()` removes the schema. */
-export async function postgresDb(): Promise<{ db: Kysely<SloTables>; drop: () => Promise<void> }> {
-  const schema = `tg_slo_${Math.random().toString(36).slice(2, 10)}`
-  const admin = new pg.Client({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test' })
-  await admin.connect()
-  await admin.query(`create schema ${schema}`)
-  await admin.end()
-  const db = new Kysely<SloTables>({
-    dialect: new PostgresDialect({
-      pool: new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', options: `-c search_path=${schema}`, max: 4 }),
-    }),
-  })
-  return {
-    db,
-    drop: async () => {
-      await sql.raw(`drop schema ${schema} cascade`).execute(db)
-      await db.destroy()
-    },
-  }
+/** A database with the SLO migration applied; `reopen()` connects again (a collector restart). */
+export interface TestDb {
+  readonly db: Kysely<SloTables>
+  reopen(): Kysely<SloTables>
+  drop(): Promise<void>
 }
+
+const pgPool = (schema: string) =>
+  new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', options: `-c search_path=${schema}`, max: 4 })
 
 /** Which databases to test on (TG_TEST_DIALECTS=sqlite,postgres; both by default). */
 export function testDialects(): Array<'sqlite' | 'postgres'> {
-  const env = process.env['TG_TEST_DIALECTS']
-  const list = (env ?? 'sqlite,postgres').split(',').map((s) => s.trim())
+  const list = (process.env['TG_TEST_DIALECTS'] ?? 'sqlite,postgres').split(',').map((s) => s.trim())
   return list.filter((d): d is 'sqlite' | 'postgres' => d === 'sqlite' || d === 'postgres')
 }
 
-export async function openDb(dialect: 'sqlite' | 'postgres'): Promise<{ db: Kysely<SloTables>; drop: () => Promise<void> }> {
+/** SQLite in a temporary file, or PostgreSQL in its own random schema (dropped by `drop()`). */
+export async function openDb(dialect: 'sqlite' | 'postgres'): Promise<TestDb> {
+  const opened: Array<Kysely<SloTables>> = []
   if (dialect === 'postgres') {
-    const r = await postgresDb()
-    await migrate(r.db)
-    return r
+    const schema = `tg_slo_${Math.random().toString(36).slice(2, 10)}`
+    const admin = new pg.Client({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test' })
+    await admin.connect()
+    await admin.query(`create schema ${schema}`)
+    await admin.end()
+    const open = () => {
+      const k = new Kysely<SloTables>({ dialect: new PostgresDialect({ pool: pgPool(schema) }) })
+      opened.push(k)
+      return k
+    }
+    const db = open()
+    await migrate(db)
+    return {
+      db,
+      reopen: open,
+      drop: async () => {
+        const k = new Kysely<SloTables>({ dialect: new PostgresDialect({ pool: pgPool('public') }) })
+        await sql.raw(`drop schema ${schema} cascade`).execute(k)
+        await k.destroy()
+        for (const o of opened) await o.destroy().catch(() => undefined)
+      },
+    }
   }
-  const db = await sqliteDb()
+  const dir = mkdtempSync(join(tmpdir(), 'tg-slo-db-'))
+  const file = join(dir, 'slo.db')
+  const open = () => {
+    const k = new Kysely<SloTables>({ dialect: new SqliteDialect({ database: new Database(file) }) })
+    opened.push(k)
+    return k
+  }
+  const db = open()
   await migrate(db)
-  return { db, drop: () => db.destroy() }
+  return {
+    db,
+    reopen: open,
+    drop: async () => {
+      for (const o of opened) await o.destroy().catch(() => undefined)
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
 }

@@ -96,9 +96,10 @@ describe('good events at any threshold', () => {
           const h = newHistogram()
           for (const v of values) h.recordValue(v)
           const got = countAtOrBelow(h, thresholdUs)
+          const b = h as unknown as { lowestEquivalentValue(v: number): number; highestEquivalentValue(v: number): number }
           // Bounds: values surely below the threshold's bucket, and values up to its top.
-          const lo = values.filter((v) => v < h.lowestEquivalentValue(thresholdUs)).length
-          const hi = values.filter((v) => v <= h.highestEquivalentValue(thresholdUs)).length
+          const lo = values.filter((v) => v < b.lowestEquivalentValue(thresholdUs)).length
+          const hi = values.filter((v) => v <= b.highestEquivalentValue(thresholdUs)).length
           expect(got).toBeGreaterThanOrEqual(lo - 1e-9)
           expect(got).toBeLessThanOrEqual(hi + 1e-9)
           // Every sample whose value is ≥ 0.1% away from the threshold is classified exactly.
