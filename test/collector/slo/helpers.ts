@@ -7,7 +7,7 @@ import Database from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import { mergeHistograms, newHistogram } from '../../../collector/index.js'
-import type { Histogram, Metric } from '../../../collector/index.js'
+import type { Histogram, Metric, Store } from '../../../collector/index.js'
 import type { SloDataSource } from '../../../collector/slo/series.js'
 import type { SloSelector } from '../../../collector/slo/definition.js'
 import type { SloTables } from '../../../collector/slo/tables.js'
@@ -151,5 +151,27 @@ export async function openDb(dialect: 'sqlite' | 'postgres'): Promise<TestDb> {
       for (const o of opened) await o.destroy().catch(() => undefined)
       rmSync(dir, { recursive: true, force: true })
     },
+  }
+}
+
+/**
+ * A `Store` for `buildCollector` in route tests: the SLO reads come from `source`; everything else is
+ * empty (the real store is on another branch).
+ */
+export function storeFrom(source: SloDataSource): Store {
+  const zero = { ok: 0, error: 0, shed: 0, errorClasses: {}, outputTokens: 0 }
+  return {
+    dialect: 'sqlite',
+    migrate: async () => ({ kind: 'ok', applied: [] }),
+    ingest: async () => ({ kind: 'stored' }),
+    histograms: async () => new Map(),
+    timeseries: async (sel, range, metric, step) => [...(await source.timeseries(sel, range, metric, step))],
+    counts: async () => zero,
+    countSeries: async (sel, range, step) =>
+      (await source.countSeries(sel, range, step)).map((r) => ({ tMs: r.tMs, counts: { ...zero, ...r.counts } })),
+    services: async () => [],
+    compact: async () => ({ rolledUp: 0, deleted: 0 }),
+    ping: async () => true,
+    close: async () => undefined,
   }
 }
