@@ -47,7 +47,9 @@ const SloStatusSchema = Type.Object({
   thresholdMs: Nullable(Type.Number()),
   phase: NullableString,
   sli: Nullable(Type.Number({ description: 'good / total over the window, 0..1' })),
-  budgetRemaining: Nullable(Type.Number({ description: 'share of the error budget left, 0..1 (negative when overspent)' })),
+  budgetRemaining: Nullable(
+    Type.Number({ description: 'share of the error budget left, 0..1 (negative when overspent)' }),
+  ),
   events: Type.Object({ good: Type.Number(), total: Type.Number() }),
   errorBudget: Type.Union([
     Type.Object({
@@ -124,9 +126,12 @@ const SilenceBody = Type.Object(
 
 const NameParams = Type.Object({ name: Type.String({ maxLength: 128 }) })
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
-const SloBody = Type.Record(Type.String(), Type.Unknown(), { description: 'a tailguard SLO (see README: SLO authoring)' })
+const SloBody = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'a tailguard SLO (see README: SLO authoring)',
+})
 
-const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
+const iso = (ms: number | null | undefined) =>
+  ms === null || ms === undefined ? null : new Date(ms).toISOString()
 
 function kindOf(s: SloDefinition): string {
   if (s.sli.kind === 'availability') return 'availability'
@@ -197,14 +202,24 @@ const silenceOut = (s: Silence, nowMs: number) => ({
 function registerMetrics(app: FastifyInstance, engine: SloEngine): void {
   const registers = [app.promRegistry]
   // Each gauge's collect() runs when it is read, in registration order, so the first one fills them all.
-  const sli = new Gauge({ name: PROM_SLO_SLI, help: 'SLI over the SLO window (good / total, 0..1)', labelNames: ['slo'] as const, registers: [] })
+  const sli = new Gauge({
+    name: PROM_SLO_SLI,
+    help: 'SLI over the SLO window (good / total, 0..1)',
+    labelNames: ['slo'] as const,
+    registers: [],
+  })
   const remaining = new Gauge({
     name: PROM_SLO_BUDGET_REMAINING,
     help: 'Share of the error budget left over the SLO window (negative when overspent)',
     labelNames: ['slo'] as const,
     registers: [],
   })
-  const burn = new Gauge({ name: PROM_SLO_BURN_RATE, help: 'Error budget burn rate per alert window', labelNames: ['slo', 'window'] as const, registers: [] })
+  const burn = new Gauge({
+    name: PROM_SLO_BURN_RATE,
+    help: 'Error budget burn rate per alert window',
+    labelNames: ['slo', 'window'] as const,
+    registers: [],
+  })
   const alert = new Gauge({
     name: PROM_SLO_ALERT,
     help: 'SLO burn-rate alerts that are pending, firing or silenced (1), by tier',
@@ -255,14 +270,18 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
       if (!d) throw new SloNotFound(`no SLO named '${name}'`)
       return {
         ...statusOf(d.slo, d.source, d.evaluation),
-        burnDown: engine.burnDown(name).map((p) => ({ t: new Date(p.tMs).toISOString(), remainingRatio: p.remainingRatio })),
+        burnDown: engine
+          .burnDown(name)
+          .map((p) => ({ t: new Date(p.tMs).toISOString(), remainingRatio: p.remainingRatio })),
         definition: sloToRaw(d.slo),
       }
     }
 
     const put = async (raw: Record<string, unknown>, mustCreate: boolean) => {
       if (mustCreate && typeof raw['name'] === 'string' && engine.get(raw['name']))
-        throw new SloConflict(`SLO '${raw['name']}' exists; use PUT /api/v1/slos/${raw['name']} to replace it`)
+        throw new SloConflict(
+          `SLO '${raw['name']}' exists; use PUT /api/v1/slos/${raw['name']} to replace it`,
+        )
       const r = await engine.putSlo(raw)
       if (!r.ok) {
         if ('conflict' in r) throw new SloConflict(r.conflict)
@@ -273,19 +292,39 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
 
     app.get(
       '/slos',
-      { config: { scope: 'read' }, schema: { summary: 'Every SLO with its SLI, budget, burn rates and alerts', response: { 200: Type.Object({ slos: Type.Array(SloStatusSchema) }) } } },
+      {
+        config: { scope: 'read' },
+        schema: {
+          summary: 'Every SLO with its SLI, budget, burn rates and alerts',
+          response: { 200: Type.Object({ slos: Type.Array(SloStatusSchema) }) },
+        },
+      },
       async () => ({ slos: engine.list().map((d) => statusOf(d.slo, d.source, d.evaluation)) }),
     )
 
     app.get(
       '/slos/:name',
-      { config: { scope: 'read' }, schema: { summary: 'One SLO with its burn-down series', params: NameParams, response: { 200: SloDetailSchema } } },
+      {
+        config: { scope: 'read' },
+        schema: {
+          summary: 'One SLO with its burn-down series',
+          params: NameParams,
+          response: { 200: SloDetailSchema },
+        },
+      },
       async (req) => detail(req.params.name),
     )
 
     app.post(
       '/slos',
-      { config: { scope: 'admin' }, schema: { summary: 'Create an SLO (tailguard JSON form)', body: SloBody, response: { 201: SloDetailSchema } } },
+      {
+        config: { scope: 'admin' },
+        schema: {
+          summary: 'Create an SLO (tailguard JSON form)',
+          body: SloBody,
+          response: { 201: SloDetailSchema },
+        },
+      },
       async (req, reply) => {
         const r = await put(req.body, true)
         return reply.code(201).send(detail(r.slo.name))
@@ -294,12 +333,22 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
 
     app.put(
       '/slos/:name',
-      { config: { scope: 'admin' }, schema: { summary: 'Create or replace an SLO', params: NameParams, body: SloBody, response: { 200: SloDetailSchema, 201: SloDetailSchema } } },
+      {
+        config: { scope: 'admin' },
+        schema: {
+          summary: 'Create or replace an SLO',
+          params: NameParams,
+          body: SloBody,
+          response: { 200: SloDetailSchema, 201: SloDetailSchema },
+        },
+      },
       async (req, reply) => {
         const body = { ...req.body }
         if (body['name'] === undefined) body['name'] = req.params.name
         if (body['name'] !== req.params.name)
-          throw new BadRequest(`name: the body names '${String(body['name'])}' but the URL names '${req.params.name}'`)
+          throw new BadRequest(
+            `name: the body names '${String(body['name'])}' but the URL names '${req.params.name}'`,
+          )
         const r = await put(body, false)
         return reply.code(r.created ? 201 : 200).send(detail(r.slo.name))
       },
@@ -307,10 +356,14 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
 
     app.delete(
       '/slos/:name',
-      { config: { scope: 'admin' }, schema: { summary: 'Delete an SLO created through the API', params: NameParams } },
+      {
+        config: { scope: 'admin' },
+        schema: { summary: 'Delete an SLO created through the API', params: NameParams },
+      },
       async (req, reply) => {
         const r = await engine.deleteSlo(req.params.name)
-        if (r === 'file') throw new SloConflict(`SLO '${req.params.name}' is defined in a file; remove it there`)
+        if (r === 'file')
+          throw new SloConflict(`SLO '${req.params.name}' is defined in a file; remove it there`)
         if (r === 'not-found') throw new SloNotFound(`no SLO named '${req.params.name}'`)
         return reply.code(204).send()
       },
@@ -322,7 +375,13 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
         config: { scope: 'read' },
         schema: {
           summary: 'Burn-rate alert states',
-          querystring: Type.Object({ state: Type.Optional(Type.String({ maxLength: 16 })), slo: Type.Optional(Type.String({ maxLength: 128 })) }, { additionalProperties: false }),
+          querystring: Type.Object(
+            {
+              state: Type.Optional(Type.String({ maxLength: 16 })),
+              slo: Type.Optional(Type.String({ maxLength: 128 })),
+            },
+            { additionalProperties: false },
+          ),
           response: { 200: Type.Object({ alerts: Type.Array(AlertRecordSchema) }) },
         },
       },
@@ -339,7 +398,13 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
 
     app.get(
       '/silences',
-      { config: { scope: 'read' }, schema: { summary: 'Silences, active and expired', response: { 200: Type.Object({ silences: Type.Array(SilenceSchema) }) } } },
+      {
+        config: { scope: 'read' },
+        schema: {
+          summary: 'Silences, active and expired',
+          response: { 200: Type.Object({ silences: Type.Array(SilenceSchema) }) },
+        },
+      },
       async () => {
         const now = engine.clock()
         return { silences: (await engine.silences()).map((s) => silenceOut(s, now)) }
@@ -358,7 +423,14 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
 
     app.post(
       '/silences',
-      { config: { scope: 'admin' }, schema: { summary: 'Silence alerts until an expiry', body: SilenceBody, response: { 201: SilenceSchema } } },
+      {
+        config: { scope: 'admin' },
+        schema: {
+          summary: 'Silence alerts until an expiry',
+          body: SilenceBody,
+          response: { 201: SilenceSchema },
+        },
+      },
       async (req, reply) => {
         const b = req.body
         const now = engine.clock()
@@ -369,18 +441,28 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
         if (b.endsAt !== undefined) endsAtMs = parseTimeMs(b.endsAt, 'endsAt', now)
         else if (b.duration !== undefined) {
           const d = parseDurationMs(b.duration)
-          if (d === undefined || d <= 0) throw new BadRequest(`duration: expected a duration like 2h, got '${b.duration}'`)
+          if (d === undefined || d <= 0)
+            throw new BadRequest(`duration: expected a duration like 2h, got '${b.duration}'`)
           endsAtMs = startsAtMs + d
         } else throw new BadRequest('endsAt: give endsAt or duration')
         if (!(endsAtMs > startsAtMs)) throw new BadRequest('endsAt: must be after startsAt')
-        const s = await engine.createSilence({ matchers: b.matchers, startsAtMs, endsAtMs, createdBy: b.createdBy ?? 'api', comment: b.comment })
+        const s = await engine.createSilence({
+          matchers: b.matchers,
+          startsAtMs,
+          endsAtMs,
+          createdBy: b.createdBy ?? 'api',
+          comment: b.comment,
+        })
         return reply.code(201).send(silenceOut(s, now))
       },
     )
 
     app.delete(
       '/silences/:id',
-      { config: { scope: 'admin' }, schema: { summary: 'Expire a silence now', params: IdParams, response: { 200: SilenceSchema } } },
+      {
+        config: { scope: 'admin' },
+        schema: { summary: 'Expire a silence now', params: IdParams, response: { 200: SilenceSchema } },
+      },
       async (req) => {
         const s = await engine.expireSilence(req.params.id)
         if (!s) throw new SilenceNotFound(`no silence with id '${req.params.id}'`)

@@ -58,7 +58,14 @@ export function stepAlert(
   if (!condition) {
     if (active)
       return {
-        next: { ...base, state: 'resolved', resolvedAtMs: nowMs, activeSinceMs: null, silenceId: null, updatedMs: nowMs },
+        next: {
+          ...base,
+          state: 'resolved',
+          resolvedAtMs: nowMs,
+          activeSinceMs: null,
+          silenceId: null,
+          updatedMs: nowMs,
+        },
         notify: base.notifiedFiring ? 'resolved' : null,
       }
     if (base.state === 'pending')
@@ -73,7 +80,16 @@ export function stepAlert(
   if (silenceId !== null) {
     if (base.state === 'silenced' && base.silenceId === silenceId) return { next: base, notify: null }
     return {
-      next: { ...base, state: 'silenced', activeSinceMs: since, firedAtMs, resolvedAtMs: null, notifiedFiring, silenceId, updatedMs: nowMs },
+      next: {
+        ...base,
+        state: 'silenced',
+        activeSinceMs: since,
+        firedAtMs,
+        resolvedAtMs: null,
+        notifiedFiring,
+        silenceId,
+        updatedMs: nowMs,
+      },
       notify: null,
     }
   }
@@ -111,7 +127,8 @@ export interface Silence {
 }
 
 /** Whether a silence is active at `nowMs`: `startsAtMs ≤ now < endsAtMs`. */
-export const silenceActive = (s: Silence, nowMs: number): boolean => s.startsAtMs <= nowMs && nowMs < s.endsAtMs
+export const silenceActive = (s: Silence, nowMs: number): boolean =>
+  s.startsAtMs <= nowMs && nowMs < s.endsAtMs
 
 /**
  * The id of the first active silence matching an alert, or null.

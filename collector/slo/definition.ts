@@ -5,7 +5,7 @@
 import { METRICS, isMetric } from '../report/index.js'
 import type { Metric } from '../report/index.js'
 import { parseDurationMs } from '../time.js'
-import { DAY_MS, DEFAULT_BURN_TIERS, MINUTE_MS } from './math.js'
+import { DAY_MS, DEFAULT_BURN_TIERS, MINUTE_MS, alertTiers } from './math.js'
 import type { BurnTier, Severity } from './math.js'
 
 /** Which series an SLO covers; a label left out matches every value. */
@@ -23,7 +23,8 @@ export type Sli =
   | { readonly kind: 'availability'; readonly shedIsBad: boolean }
 
 /** A rolling window of a whole number of days, or the current calendar month (UTC). */
-export type SloWindow = { readonly kind: 'rolling'; readonly days: number } | { readonly kind: 'calendar-month' }
+export type SloWindow =
+  { readonly kind: 'rolling'; readonly days: number } | { readonly kind: 'calendar-month' }
 
 /** How the budget is counted: per event, or per time slice that met `sliceTarget`. */
 export type Budgeting =
@@ -66,7 +67,9 @@ const SLICE_MINUTES = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60]
 export function windowLengthMs(w: SloWindow, nowMs: number): number {
   if (w.kind === 'rolling') return w.days * DAY_MS
   const d = new Date(nowMs)
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+  return (
+    Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+  )
 }
 
 /** Start of the window that ends at `endMs`. */
@@ -159,11 +162,15 @@ export function validateSlo(
     'alerting',
     'labels',
   ])
-  for (const k of Object.keys(o)) if (!known.has(k)) c.bad([k], `unknown field (expected one of ${[...known].join(', ')})`)
+  for (const k of Object.keys(o))
+    if (!known.has(k)) c.bad([k], `unknown field (expected one of ${[...known].join(', ')})`)
 
   const name = c.str(o, 'name', true)
   if (name !== undefined && !NAME_RE.test(name))
-    c.bad(['name'], 'must be 1-128 lowercase letters, digits, ".", "_" or "-", starting and ending with a letter or digit')
+    c.bad(
+      ['name'],
+      'must be 1-128 lowercase letters, digits, ".", "_" or "-", starting and ending with a letter or digit',
+    )
   const description = c.str(o, 'description', false) ?? ''
 
   const selector: Record<string, string> = {}
@@ -182,17 +189,19 @@ export function validateSlo(
   const kind = c.str(o, 'kind', true)
   let sli: Sli | undefined
   if (kind === 'latency' || kind === 'llm') {
-    const metricText =
-      kind === 'latency' ? (c.str(o, 'phase', false) ?? 'total') : c.str(o, 'metric', true)
+    const metricText = kind === 'latency' ? (c.str(o, 'phase', false) ?? 'total') : c.str(o, 'metric', true)
     const metricField = kind === 'latency' ? 'phase' : 'metric'
-    if (kind === 'llm' && o['phase'] !== undefined) c.bad(['phase'], 'llm SLOs take metric (ttft or tpot), not phase')
-    if (kind === 'latency' && o['metric'] !== undefined) c.bad(['metric'], 'latency SLOs take phase, not metric')
+    if (kind === 'llm' && o['phase'] !== undefined)
+      c.bad(['phase'], 'llm SLOs take metric (ttft or tpot), not phase')
+    if (kind === 'latency' && o['metric'] !== undefined)
+      c.bad(['metric'], 'latency SLOs take phase, not metric')
     const threshold = o['thresholdMs']
     let metric: Metric | undefined
     if (metricText !== undefined) {
       if (kind === 'llm' && metricText !== 'ttft' && metricText !== 'tpot')
         c.bad([metricField], `must be ttft or tpot, got '${metricText}'`)
-      else if (!isMetric(metricText)) c.bad([metricField], `unknown phase '${metricText}' (expected one of ${METRICS.join(', ')})`)
+      else if (!isMetric(metricText))
+        c.bad([metricField], `unknown phase '${metricText}' (expected one of ${METRICS.join(', ')})`)
       else metric = metricText
     }
     if (typeof threshold !== 'number' || !(threshold > 0) || threshold > 3_600_000)
@@ -220,17 +229,23 @@ export function validateSlo(
   const bText = o['budgeting'] === undefined ? 'occurrences' : String(o['budgeting'])
   if (bText === 'timeslices') {
     const ts = o['timeslice']
-    if (typeof ts !== 'object' || ts === null) c.bad(['timeslice'], 'is required with budgeting: timeslices ({ window: 1m, target: 0.95 })')
+    if (typeof ts !== 'object' || ts === null)
+      c.bad(['timeslice'], 'is required with budgeting: timeslices ({ window: 1m, target: 0.95 })')
     else {
       const t = ts as Record<string, unknown>
       const sliceMs = parseDuration(t['window'] ?? '1m')
       const target = parseObjective(t['target'])
       if (sliceMs === undefined || sliceMs % MINUTE_MS !== 0 || !SLICE_MINUTES.includes(sliceMs / MINUTE_MS))
-        c.bad(['timeslice', 'window'], `must be a whole number of minutes that divides an hour (${SLICE_MINUTES.join(', ')}m)`)
+        c.bad(
+          ['timeslice', 'window'],
+          `must be a whole number of minutes that divides an hour (${SLICE_MINUTES.join(', ')}m)`,
+        )
       if (target === undefined) c.bad(['timeslice', 'target'], 'must be a ratio in (0, 1)')
-      if (sliceMs !== undefined && target !== undefined) budgeting = { kind: 'timeslices', sliceMs, sliceTarget: target }
+      if (sliceMs !== undefined && target !== undefined)
+        budgeting = { kind: 'timeslices', sliceMs, sliceTarget: target }
     }
-  } else if (bText !== 'occurrences') c.bad(['budgeting'], `must be occurrences or timeslices, got '${bText}'`)
+  } else if (bText !== 'occurrences')
+    c.bad(['budgeting'], `must be occurrences or timeslices, got '${bText}'`)
   else if (o['timeslice'] !== undefined) c.bad(['timeslice'], 'applies only with budgeting: timeslices')
 
   const alerting = parseAlerting(o['alerting'], c)
@@ -238,7 +253,8 @@ export function validateSlo(
   const labels: Record<string, string> = {}
   if (o['labels'] !== undefined) {
     const l = o['labels']
-    if (typeof l !== 'object' || l === null || Array.isArray(l)) c.bad(['labels'], 'must be a mapping of strings')
+    if (typeof l !== 'object' || l === null || Array.isArray(l))
+      c.bad(['labels'], 'must be a mapping of strings')
     else
       for (const [k, v] of Object.entries(l)) {
         if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(k)) c.bad(['labels', k], 'label names are letters, digits and _')
@@ -249,18 +265,20 @@ export function validateSlo(
 
   if (c.problems.length > 0 || !name || !sli || objective === undefined || !window || !alerting)
     return { ok: false, problems: c.problems }
+  // Default tiers scale with the window (a calendar month counts as 30 days); explicit windows stay as given.
   const windowMs = window.kind === 'rolling' ? window.days * DAY_MS : 30 * DAY_MS
-  const scale = windowMs / (30 * DAY_MS)
-  const round = (ms: number) => Math.max(MINUTE_MS, Math.round((ms * scale) / MINUTE_MS) * MINUTE_MS)
-  const tiers = alerting.tiers
+  const tiers: BurnTier[] = alerting.tiers
     .filter((t) => t.enabled)
-    .map((t) => ({
-      id: t.id,
-      factor: t.factor,
-      severity: t.severity,
-      longWindowMs: t.scale ? round(t.longWindowMs) : t.longWindowMs,
-      shortWindowMs: t.scale ? round(t.shortWindowMs) : t.shortWindowMs,
-    }))
+    .map((t) => {
+      const tier: BurnTier = {
+        id: t.id,
+        factor: t.factor,
+        longWindowMs: t.longWindowMs,
+        shortWindowMs: t.shortWindowMs,
+        severity: t.severity,
+      }
+      return t.scale ? alertTiers(windowMs, [tier])[0]! : tier
+    })
   return {
     ok: true,
     slo: {
@@ -291,11 +309,13 @@ function parseAlerting(
 ): { tiers: TierSpec[]; minEvents: number; forMs: number } | undefined {
   const tiers: TierSpec[] = DEFAULT_BURN_TIERS.map((t) => ({ ...t, enabled: true, scale: true }))
   if (raw === undefined) return { tiers, minEvents: 10, forMs: 0 }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return c.bad(['alerting'], 'must be a mapping')
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return c.bad(['alerting'], 'must be a mapping')
   const a = raw as Record<string, unknown>
   const before = c.problems.length
   for (const k of Object.keys(a))
-    if (k !== 'minEvents' && k !== 'for' && k !== 'tiers') c.bad(['alerting', k], 'unknown field (expected minEvents, for, tiers)')
+    if (k !== 'minEvents' && k !== 'for' && k !== 'tiers')
+      c.bad(['alerting', k], 'unknown field (expected minEvents, for, tiers)')
   const minEvents = a['minEvents'] ?? 10
   if (typeof minEvents !== 'number' || !Number.isInteger(minEvents) || minEvents < 0)
     c.bad(['alerting', 'minEvents'], 'must be a whole number ≥ 0')
@@ -318,14 +338,17 @@ function parseAlerting(
             c.bad([...p, k], 'unknown field (expected factor, long, short, severity, enabled)')
         const idx = tiers.findIndex((x) => x.id === id)
         const prev = idx >= 0 ? tiers[idx] : undefined
-        if (!prev && !/^[a-z0-9-]{1,32}$/.test(id)) c.bad(p, 'tier ids are 1-32 lowercase letters, digits or -')
+        if (!prev && !/^[a-z0-9-]{1,32}$/.test(id))
+          c.bad(p, 'tier ids are 1-32 lowercase letters, digits or -')
         const factor = spec['factor'] ?? prev?.factor
         if (typeof factor !== 'number' || !(factor > 0)) c.bad([...p, 'factor'], 'must be a number > 0')
         const long = spec['long'] === undefined ? prev?.longWindowMs : parseDuration(spec['long'])
         const short = spec['short'] === undefined ? prev?.shortWindowMs : parseDuration(spec['short'])
         if (long === undefined || long < MINUTE_MS) c.bad([...p, 'long'], 'must be a duration of at least 1m')
-        if (short === undefined || short < MINUTE_MS) c.bad([...p, 'short'], 'must be a duration of at least 1m')
-        if (long !== undefined && short !== undefined && short > long) c.bad([...p, 'short'], 'must not be longer than long')
+        if (short === undefined || short < MINUTE_MS)
+          c.bad([...p, 'short'], 'must be a duration of at least 1m')
+        if (long !== undefined && short !== undefined && short > long)
+          c.bad([...p, 'short'], 'must not be longer than long')
         const severity = spec['severity'] ?? prev?.severity
         if (severity !== 'page' && severity !== 'ticket') c.bad([...p, 'severity'], 'must be page or ticket')
         const enabled = spec['enabled'] ?? true
@@ -357,7 +380,12 @@ function parseAlerting(
 export function sloToRaw(s: SloDefinition): RawSlo {
   const raw: Record<string, unknown> = {
     name: s.name,
-    kind: s.sli.kind === 'availability' ? 'availability' : s.sli.metric === 'ttft' || s.sli.metric === 'tpot' ? 'llm' : 'latency',
+    kind:
+      s.sli.kind === 'availability'
+        ? 'availability'
+        : s.sli.metric === 'ttft' || s.sli.metric === 'tpot'
+          ? 'llm'
+          : 'latency',
     selector: { ...s.selector },
     objective: s.objective,
     window: windowText(s.window),
@@ -372,9 +400,15 @@ export function sloToRaw(s: SloDefinition): RawSlo {
     raw['timeslice'] = { window: `${s.budgeting.sliceMs / MINUTE_MS}m`, target: s.budgeting.sliceTarget }
   }
   const tiers: Record<string, unknown> = {}
-  for (const d of DEFAULT_BURN_TIERS) if (!s.tiers.some((t) => t.id === d.id)) tiers[d.id] = { enabled: false }
+  for (const d of DEFAULT_BURN_TIERS)
+    if (!s.tiers.some((t) => t.id === d.id)) tiers[d.id] = { enabled: false }
   for (const t of s.tiers)
-    tiers[t.id] = { factor: t.factor, long: `${t.longWindowMs}ms`, short: `${t.shortWindowMs}ms`, severity: t.severity }
+    tiers[t.id] = {
+      factor: t.factor,
+      long: `${t.longWindowMs}ms`,
+      short: `${t.shortWindowMs}ms`,
+      severity: t.severity,
+    }
   raw['alerting'] = { minEvents: s.minEvents, for: `${s.forMs}ms`, tiers }
   if (Object.keys(s.labels).length > 0) raw['labels'] = { ...s.labels }
   return raw

@@ -107,7 +107,11 @@ export function durationText(ms: number): string {
 
 const seriesKeyOf = (s: SloDefinition) => JSON.stringify([s.selector, s.sli, s.budgeting])
 
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function mapLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) await fn(items[next++]!)
@@ -148,13 +152,20 @@ export function createSloEngine(opts: SloEngineOptions) {
     for (const row of await persistence.listDefinitions()) {
       const r = validateSlo(JSON.parse(row.spec))
       if (r.ok) next.set(row.name, r.slo)
-      else logger.error({ slo: row.name, problems: r.problems }, 'stored SLO definition no longer valid; skipped')
+      else
+        logger.error(
+          { slo: row.name, problems: r.problems },
+          'stored SLO definition no longer valid; skipped',
+        )
     }
     apiSlos = next
   }
 
   function definitions(): Array<{ slo: SloDefinition; source: 'file' | 'api' }> {
-    const out: Array<{ slo: SloDefinition; source: 'file' | 'api' }> = fileSlos.map((slo) => ({ slo, source: 'file' }))
+    const out: Array<{ slo: SloDefinition; source: 'file' | 'api' }> = fileSlos.map((slo) => ({
+      slo,
+      source: 'file',
+    }))
     const names = new Set(fileSlos.map((s) => s.name))
     for (const slo of apiSlos.values()) if (!names.has(slo.name)) out.push({ slo, source: 'api' })
     return out
@@ -225,7 +236,8 @@ export function createSloEngine(opts: SloEngineOptions) {
       sli: total > 0 ? good / total : null,
       budget,
       burnRates,
-      forecast: total > 0 ? forecastExhaustion(budget.remainingRatio, current, lengthMs, end) : { kind: 'never' },
+      forecast:
+        total > 0 ? forecastExhaustion(budget.remainingRatio, current, lengthMs, end) : { kind: 'never' },
       tiers,
     }
   }
@@ -279,18 +291,40 @@ export function createSloEngine(opts: SloEngineOptions) {
     for (const e of evaluations) {
       const tiers = e.tiers.map((t) => {
         const prev = alerts.get(`${e.slo.name}\u0000${t.tier}`)
-        const silenceId = matchSilence(silences, { slo: e.slo.name, tier: t.tier, severity: t.severity }, nowMs)
-        const { next, notify } = stepAlert(prev, e.slo.name, t.tier, t.condition, silenceId, e.slo.forMs, e.windowEndMs)
+        const silenceId = matchSilence(
+          silences,
+          { slo: e.slo.name, tier: t.tier, severity: t.severity },
+          nowMs,
+        )
+        const { next, notify } = stepAlert(
+          prev,
+          e.slo.name,
+          t.tier,
+          t.condition,
+          silenceId,
+          e.slo.forMs,
+          e.windowEndMs,
+        )
         if (next !== prev && !(prev === undefined && next.state === 'inactive')) changed.push(next)
         if (notify) {
           notifications++
           const n = notificationFor(e, t, next, notify)
           for (const r of receivers)
             if (!r.severities || r.severities.includes(t.severity))
-              outbox.push({ receiver: r.name, idempotencyKey: n.idempotencyKey, body: formatFor(r, n, externalUrl) })
+              outbox.push({
+                receiver: r.name,
+                idempotencyKey: n.idempotencyKey,
+                body: formatFor(r, n, externalUrl),
+              })
           logger.info({ slo: e.slo.name, tier: t.tier, status: notify }, `SLO alert ${notify}`)
         }
-        return { ...t, state: next.state, firedAtMs: next.firedAtMs, resolvedAtMs: next.resolvedAtMs, silenceId: next.silenceId }
+        return {
+          ...t,
+          state: next.state,
+          firedAtMs: next.firedAtMs,
+          resolvedAtMs: next.resolvedAtMs,
+          silenceId: next.silenceId,
+        }
       })
       latest.set(e.slo.name, { ...e, tiers })
     }
@@ -322,7 +356,11 @@ export function createSloEngine(opts: SloEngineOptions) {
     if (r.ok) {
       fileSlos = [...r.slos]
       logger.info({ path, slos: r.slos.length }, 'SLO definitions loaded')
-    } else logger.error({ path, problems: formatProblems(r.problems) }, 'SLO definitions invalid; keeping the previous ones')
+    } else
+      logger.error(
+        { path, problems: formatProblems(r.problems) },
+        'SLO definitions invalid; keeping the previous ones',
+      )
     return r
   }
 
@@ -357,13 +395,19 @@ export function createSloEngine(opts: SloEngineOptions) {
     start(): void {
       if (timers.length > 0) return
       const evalMs = opts.evaluationIntervalMs ?? 60_000
-      void serial(() => evaluateCycle(clock())).catch((err: unknown) => logger.error({ err }, 'SLO cycle failed'))
+      void serial(() => evaluateCycle(clock())).catch((err: unknown) =>
+        logger.error({ err }, 'SLO cycle failed'),
+      )
       timers = [
         setInterval(() => {
-          void serial(() => evaluateCycle(clock())).catch((err: unknown) => logger.error({ err }, 'SLO cycle failed'))
+          void serial(() => evaluateCycle(clock())).catch((err: unknown) =>
+            logger.error({ err }, 'SLO cycle failed'),
+          )
         }, evalMs),
         setInterval(() => {
-          void serial(() => deliver(clock())).catch((err: unknown) => logger.error({ err }, 'webhook delivery failed'))
+          void serial(() => deliver(clock())).catch((err: unknown) =>
+            logger.error({ err }, 'webhook delivery failed'),
+          )
         }, opts.deliveryIntervalMs ?? 5000),
       ]
       for (const t of timers) t.unref()
@@ -379,7 +423,9 @@ export function createSloEngine(opts: SloEngineOptions) {
     list(): Array<{ slo: SloDefinition; source: 'file' | 'api'; evaluation: SloEvaluation | undefined }> {
       return definitions().map((d) => ({ ...d, evaluation: statusOf(d.slo.name) }))
     },
-    get(name: string): { slo: SloDefinition; source: 'file' | 'api'; evaluation: SloEvaluation | undefined } | undefined {
+    get(
+      name: string,
+    ): { slo: SloDefinition; source: 'file' | 'api'; evaluation: SloEvaluation | undefined } | undefined {
       const d = definitions().find((x) => x.slo.name === name)
       return d ? { ...d, evaluation: statusOf(name) } : undefined
     },
@@ -395,11 +441,22 @@ export function createSloEngine(opts: SloEngineOptions) {
       }))
     },
     /** Creates or replaces an API SLO. */
-    async putSlo(raw: unknown): Promise<{ ok: true; created: boolean; slo: SloDefinition } | { ok: false; problems: FieldProblem[] } | { ok: false; conflict: string }> {
+    async putSlo(
+      raw: unknown,
+    ): Promise<
+      | { ok: true; created: boolean; slo: SloDefinition }
+      | { ok: false; problems: FieldProblem[] }
+      | { ok: false; conflict: string }
+    > {
       const r = validateSlo(raw)
       if (!r.ok) return r
-      if (fileSlos.some((s) => s.name === r.slo.name)) return { ok: false, conflict: `SLO '${r.slo.name}' is defined in a file; change it there` }
-      const { created } = await persistence.saveDefinition(r.slo.name, JSON.stringify(sloToRaw(r.slo)), clock())
+      if (fileSlos.some((s) => s.name === r.slo.name))
+        return { ok: false, conflict: `SLO '${r.slo.name}' is defined in a file; change it there` }
+      const { created } = await persistence.saveDefinition(
+        r.slo.name,
+        JSON.stringify(sloToRaw(r.slo)),
+        clock(),
+      )
       await refreshApiSlos()
       return { ok: true, created, slo: r.slo }
     },

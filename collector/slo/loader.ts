@@ -29,7 +29,8 @@ type Path = readonly (string | number)[]
 
 /** Formats a path as `slos[1].selector.service`. */
 export const fieldText = (path: Path): string =>
-  path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '') || '(document)'
+  path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '') ||
+  '(document)'
 
 /**
  * Formats problems one per line, `file:line: field: message`, for logs and the CLI.
@@ -104,19 +105,27 @@ function parseDocs(input: { docs: ParsedDoc[]; problems: SloFileProblem[] }): Sl
     files.add(d.file)
     const v = d.value as Record<string, unknown> | null
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-      problems.push(toFileProblem(d, { path: [], message: 'expected a mapping (tailguard `slos:` or OpenSLO document)' }))
+      problems.push(
+        toFileProblem(d, { path: [], message: 'expected a mapping (tailguard `slos:` or OpenSLO document)' }),
+      )
       continue
     }
     const api = v['apiVersion']
     if (typeof api === 'string' && api.startsWith('openslo/')) {
       if (api !== 'openslo/v1') {
-        problems.push(toFileProblem(d, { path: ['apiVersion'], message: `unsupported OpenSLO version '${api}' (expected openslo/v1)` }))
+        problems.push(
+          toFileProblem(d, {
+            path: ['apiVersion'],
+            message: `unsupported OpenSLO version '${api}' (expected openslo/v1)`,
+          }),
+        )
         continue
       }
       if (v['kind'] === 'SLO') openSlos.push(d)
       else if (v['kind'] === 'SLI') {
         const name = (v['metadata'] as Record<string, unknown> | undefined)?.['name']
-        if (typeof name !== 'string') problems.push(toFileProblem(d, { path: ['metadata', 'name'], message: 'is required' }))
+        if (typeof name !== 'string')
+          problems.push(toFileProblem(d, { path: ['metadata', 'name'], message: 'is required' }))
         else slis.set(name, d)
       }
       // Other OpenSLO kinds (Service, DataSource, AlertPolicy…) carry nothing tailguard evaluates.
@@ -131,7 +140,8 @@ function parseDocs(input: { docs: ParsedDoc[]; problems: SloFileProblem[] }): Sl
     problems.push(
       toFileProblem(d, {
         path: [],
-        message: 'neither a tailguard SLO file (version: 1, slos: […]) nor an OpenSLO document (apiVersion: openslo/v1)',
+        message:
+          'neither a tailguard SLO file (version: 1, slos: […]) nor an OpenSLO document (apiVersion: openslo/v1)',
       }),
     )
   }
@@ -140,13 +150,22 @@ function parseDocs(input: { docs: ParsedDoc[]; problems: SloFileProblem[] }): Sl
     if (r.ok) {
       const v = validateSlo(r.raw)
       if (v.ok) slos.push(v.slo)
-      else problems.push(...v.problems.map((p) => toFileProblem(d, { path: mapBack(p.path, r.paths), message: p.message })))
+      else
+        problems.push(
+          ...v.problems.map((p) => toFileProblem(d, { path: mapBack(p.path, r.paths), message: p.message })),
+        )
     } else problems.push(...r.problems)
   }
   const seen = new Map<string, number>()
   for (const s of slos) seen.set(s.name, (seen.get(s.name) ?? 0) + 1)
   for (const [name, n] of seen)
-    if (n > 1) problems.push({ file: [...files].join(', '), line: 1, field: 'name', message: `SLO '${name}' is defined ${n} times` })
+    if (n > 1)
+      problems.push({
+        file: [...files].join(', '),
+        line: 1,
+        field: 'name',
+        message: `SLO '${name}' is defined ${n} times`,
+      })
   if (problems.length > 0) return { ok: false, problems }
   return { ok: true, slos, files: [...files] }
 }
@@ -165,7 +184,8 @@ function parseTailguardDoc(d: ParsedDoc): { slos: SloDefinition[]; problems: Slo
     return { slos, problems }
   }
   for (const k of Object.keys(v))
-    if (k !== 'version' && k !== 'slos') problems.push(toFileProblem(d, { path: [k], message: 'unknown field (expected version, slos)' }))
+    if (k !== 'version' && k !== 'slos')
+      problems.push(toFileProblem(d, { path: [k], message: 'unknown field (expected version, slos)' }))
   const list = v['slos']
   if (!Array.isArray(list)) {
     problems.push(toFileProblem(d, { path: ['slos'], message: 'must be a list of SLOs' }))
@@ -194,14 +214,21 @@ function mapBack(path: Path, paths: PathMap): Path {
   return ['spec']
 }
 
-const OPENSLO_WINDOWS: Readonly<Record<string, string>> = { '7d': '7d', '1w': '7d', '28d': '28d', '4w': '28d', '30d': '30d' }
+const OPENSLO_WINDOWS: Readonly<Record<string, string>> = {
+  '7d': '7d',
+  '1w': '7d',
+  '28d': '28d',
+  '4w': '28d',
+  '30d': '30d',
+}
 
 function convertOpenSlo(
   d: ParsedDoc,
   slis: Map<string, ParsedDoc>,
 ): { ok: true; raw: RawSlo; paths: PathMap } | { ok: false; problems: SloFileProblem[] } {
   const problems: SloFileProblem[] = []
-  const bad = (doc: ParsedDoc, path: Path, message: string) => problems.push(toFileProblem(doc, { path, message }))
+  const bad = (doc: ParsedDoc, path: Path, message: string) =>
+    problems.push(toFileProblem(doc, { path, message }))
   const v = d.value as Rec
   const meta = rec(v['metadata'])
   const spec = rec(v['spec'])
@@ -245,16 +272,29 @@ function convertOpenSlo(
   // Objective (tailguard evaluates one objective per SLO).
   const objectives = spec['objectives']
   let objective: Rec | undefined
-  if (!Array.isArray(objectives) || objectives.length === 0) bad(d, ['spec', 'objectives'], 'must be a list with one objective')
+  if (!Array.isArray(objectives) || objectives.length === 0)
+    bad(d, ['spec', 'objectives'], 'must be a list with one objective')
   else {
-    if (objectives.length > 1) bad(d, ['spec', 'objectives', 1], 'tailguard evaluates one objective per SLO; split this into several SLOs')
+    if (objectives.length > 1)
+      bad(
+        d,
+        ['spec', 'objectives', 1],
+        'tailguard evaluates one objective per SLO; split this into several SLOs',
+      )
     objective = rec(objectives[0])
     if (!objective) bad(d, ['spec', 'objectives', 0], 'must be a mapping')
   }
   if (objective) {
-    const target = objective['target'] ?? (typeof objective['targetPercent'] === 'number' ? objective['targetPercent'] / 100 : undefined)
+    const target =
+      objective['target'] ??
+      (typeof objective['targetPercent'] === 'number' ? objective['targetPercent'] / 100 : undefined)
     raw['objective'] = target
-    paths.set('objective', ['spec', 'objectives', 0, objective['target'] !== undefined ? 'target' : 'targetPercent'])
+    paths.set('objective', [
+      'spec',
+      'objectives',
+      0,
+      objective['target'] !== undefined ? 'target' : 'targetPercent',
+    ])
     if (target === undefined) bad(d, ['spec', 'objectives', 0, 'target'], 'is required (a ratio in (0, 1))')
   }
 
@@ -266,14 +306,28 @@ function convertOpenSlo(
     paths.set('window', ['spec', 'timeWindow', 0, 'duration'])
     const duration = String(w['duration'] ?? '')
     if (w['isRolling'] === false || (w['isRolling'] === undefined && w['calendar'] !== undefined)) {
-      if (duration !== '1M') bad(d, ['spec', 'timeWindow', 0, 'duration'], `calendar windows must be 1M (a calendar month), got '${duration}'`)
+      if (duration !== '1M')
+        bad(
+          d,
+          ['spec', 'timeWindow', 0, 'duration'],
+          `calendar windows must be 1M (a calendar month), got '${duration}'`,
+        )
       const tz = rec(w['calendar'])?.['timeZone']
       if (tz !== undefined && tz !== 'UTC' && tz !== 'Etc/UTC')
-        bad(d, ['spec', 'timeWindow', 0, 'calendar', 'timeZone'], `tailguard evaluates calendar months in UTC, got '${String(tz)}'`)
+        bad(
+          d,
+          ['spec', 'timeWindow', 0, 'calendar', 'timeZone'],
+          `tailguard evaluates calendar months in UTC, got '${String(tz)}'`,
+        )
       raw['window'] = 'calendar-month'
     } else {
       const mapped = OPENSLO_WINDOWS[duration]
-      if (!mapped) bad(d, ['spec', 'timeWindow', 0, 'duration'], `rolling windows must be 7d, 28d or 30d (or 1w, 4w), got '${duration}'`)
+      if (!mapped)
+        bad(
+          d,
+          ['spec', 'timeWindow', 0, 'duration'],
+          `rolling windows must be 7d, 28d or 30d (or 1w, 4w), got '${duration}'`,
+        )
       else raw['window'] = mapped
     }
   }
@@ -282,11 +336,15 @@ function convertOpenSlo(
   const method = spec['budgetingMethod'] ?? 'Occurrences'
   if (method === 'Timeslices') {
     raw['budgeting'] = 'timeslices'
-    raw['timeslice'] = { window: objective?.['timeSliceWindow'] ?? '1m', target: objective?.['timeSliceTarget'] }
+    raw['timeslice'] = {
+      window: objective?.['timeSliceWindow'] ?? '1m',
+      target: objective?.['timeSliceTarget'],
+    }
     paths.set('timeslice.target', ['spec', 'objectives', 0, 'timeSliceTarget'])
     paths.set('timeslice.window', ['spec', 'objectives', 0, 'timeSliceWindow'])
     paths.set('timeslice', ['spec', 'objectives', 0])
-    if (objective?.['timeSliceTarget'] === undefined) bad(d, ['spec', 'objectives', 0, 'timeSliceTarget'], 'is required with budgetingMethod: Timeslices')
+    if (objective?.['timeSliceTarget'] === undefined)
+      bad(d, ['spec', 'objectives', 0, 'timeSliceTarget'], 'is required with budgetingMethod: Timeslices')
   } else if (method !== 'Occurrences')
     bad(d, ['spec', 'budgetingMethod'], `must be Occurrences or Timeslices, got '${String(method)}'`)
 
@@ -306,9 +364,18 @@ function convertOpenSlo(
       const ms = rec(m?.['metricSource'])
       if (!ms) return void bad(sliDoc, [...base, 'metricSource'], 'is required')
       if (ms['type'] !== 'tailguard')
-        return void bad(sliDoc, [...base, 'metricSource', 'type'], `tailguard reads only its own data (type: tailguard), got '${String(ms['type'])}'`)
+        return void bad(
+          sliDoc,
+          [...base, 'metricSource', 'type'],
+          `tailguard reads only its own data (type: tailguard), got '${String(ms['type'])}'`,
+        )
       const s = rec(ms['spec'])
-      if (!s) return void bad(sliDoc, [...base, 'metricSource', 'spec'], 'is required (service, model, version, phase)')
+      if (!s)
+        return void bad(
+          sliDoc,
+          [...base, 'metricSource', 'spec'],
+          'is required (service, model, version, phase)',
+        )
       return s
     }
     if (threshold) {
@@ -325,7 +392,11 @@ function convertOpenSlo(
       if (objective) {
         const op = objective['op']
         if (op !== 'lte' && op !== 'lt')
-          bad(d, ['spec', 'objectives', 0, 'op'], `latency objectives count values at or under the threshold: use lte (or lt), got '${String(op)}'`)
+          bad(
+            d,
+            ['spec', 'objectives', 0, 'op'],
+            `latency objectives count values at or under the threshold: use lte (or lt), got '${String(op)}'`,
+          )
         raw['thresholdMs'] = objective['value']
         paths.set('thresholdMs', ['spec', 'objectives', 0, 'value'])
       }
@@ -340,14 +411,22 @@ function convertOpenSlo(
         const list = Array.isArray(st) ? st.map(String) : [String(st)]
         for (const x of list)
           if (x !== 'ok' && x !== 'error' && x !== 'shed')
-            bad(sliDoc, [...p, 'metricSource', 'spec', 'status'], `must be ok, error or shed (or a list), got '${x}'`)
+            bad(
+              sliDoc,
+              [...p, 'metricSource', 'spec', 'status'],
+              `must be ok, error or shed (or a list), got '${x}'`,
+            )
         return list
       }
       const total = statuses(ratio['total'], [...base, 'total'], ['ok', 'error', 'shed'])
       if (ratio['good'] !== undefined) {
         const good = statuses(ratio['good'], [...base, 'good'], ['ok'])
         if (good && (good.length !== 1 || good[0] !== 'ok'))
-          bad(sliDoc, [...base, 'good', 'metricSource', 'spec', 'status'], 'good events are requests with status ok')
+          bad(
+            sliDoc,
+            [...base, 'good', 'metricSource', 'spec', 'status'],
+            'good events are requests with status ok',
+          )
       } else if (ratio['bad'] !== undefined) {
         statuses(ratio['bad'], [...base, 'bad'], ['error', 'shed'])
       } else bad(sliDoc, [...base, 'good'], 'is required (or bad)')
@@ -388,7 +467,10 @@ export async function loadSloFiles(path: string): Promise<SloLoadResult> {
           .map((f) => join(path, f))
       : [path]
   } catch (err) {
-    return { ok: false, problems: [{ file: path, line: 1, field: '(file)', message: (err as Error).message }] }
+    return {
+      ok: false,
+      problems: [{ file: path, line: 1, field: '(file)', message: (err as Error).message }],
+    }
   }
   const docs: ParsedDoc[] = []
   const problems: SloFileProblem[] = []

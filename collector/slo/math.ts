@@ -58,8 +58,13 @@ export function alertTiers(
   granularityMs = MINUTE_MS,
 ): BurnTier[] {
   const scale = windowMs / REFERENCE_WINDOW_MS
-  const round = (ms: number) => Math.max(granularityMs, Math.round((ms * scale) / granularityMs) * granularityMs)
-  return tiers.map((t) => ({ ...t, longWindowMs: round(t.longWindowMs), shortWindowMs: round(t.shortWindowMs) }))
+  const round = (ms: number) =>
+    Math.max(granularityMs, Math.round((ms * scale) / granularityMs) * granularityMs)
+  return tiers.map((t) => ({
+    ...t,
+    longWindowMs: round(t.longWindowMs),
+    shortWindowMs: round(t.shortWindowMs),
+  }))
 }
 
 /**
@@ -140,6 +145,8 @@ export function forecastExhaustion(
 /** The part of hdr-histogram-js's JsHistogram that {@link countAtOrBelow} reads. */
 interface BucketedHistogram {
   readonly totalCount: number
+  readonly minNonZeroValue: number
+  readonly maxValue: number
   countsArrayIndex(value: number): number
   getCountAtIndex(index: number): number
   lowestEquivalentValue(value: number): number
@@ -173,13 +180,23 @@ export function countAtOrBelow(h: Histogram, thresholdUs: number): number {
   const t = Math.floor(thresholdUs)
   if (t >= h.maxValue) return h.totalCount
   const index = b.countsArrayIndex(t)
-  let below = 0
-  for (let i = 0; i < index; i++) below += b.getCountAtIndex(i)
+  // Recorded zeros sit at index 0, below minNonZeroValue.
+  const first = b.getCountAtIndex(0) > 0 ? 0 : b.countsArrayIndex(h.minNonZeroValue)
+  if (index < first) return 0
+  const last = b.countsArrayIndex(h.maxValue)
   const inBucket = b.getCountAtIndex(index)
-  if (inBucket > 0) {
-    const lo = b.lowestEquivalentValue(t)
-    const hi = b.highestEquivalentValue(t)
-    below += (inBucket * (t - lo + 1)) / (hi - lo + 1)
+  const share =
+    inBucket > 0
+      ? (inBucket * (t - b.lowestEquivalentValue(t) + 1)) /
+        (b.highestEquivalentValue(t) - b.lowestEquivalentValue(t) + 1)
+      : 0
+  // Walk whichever side of the threshold holds fewer buckets.
+  if (index - first <= last - index) {
+    let below = 0
+    for (let i = first; i < index; i++) below += b.getCountAtIndex(i)
+    return below + share
   }
-  return below
+  let above = 0
+  for (let i = index + 1; i <= last; i++) above += b.getCountAtIndex(i)
+  return h.totalCount - above - inBucket + share
 }

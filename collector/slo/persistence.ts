@@ -40,20 +40,38 @@ export interface OutboxEntry {
  */
 export function createSloPersistence(db: Kysely<SloTables>) {
   return {
-    async listDefinitions(): Promise<Array<{ name: string; spec: string; createdMs: number; updatedMs: number }>> {
+    async listDefinitions(): Promise<
+      Array<{ name: string; spec: string; createdMs: number; updatedMs: number }>
+    > {
       const rows = await db.selectFrom('slo_definitions').selectAll().orderBy('name').execute()
-      return rows.map((r) => ({ name: r.name, spec: r.spec, createdMs: num(r.created_ms), updatedMs: num(r.updated_ms) }))
+      return rows.map((r) => ({
+        name: r.name,
+        spec: r.spec,
+        createdMs: num(r.created_ms),
+        updatedMs: num(r.updated_ms),
+      }))
     },
 
     /** Creates or replaces an API-defined SLO; returns whether it existed. */
     async saveDefinition(name: string, spec: string, nowMs: number): Promise<{ created: boolean }> {
       return db.transaction().execute(async (tx) => {
-        const existing = await tx.selectFrom('slo_definitions').select('name').where('name', '=', name).executeTakeFirst()
+        const existing = await tx
+          .selectFrom('slo_definitions')
+          .select('name')
+          .where('name', '=', name)
+          .executeTakeFirst()
         if (existing) {
-          await tx.updateTable('slo_definitions').set({ spec, updated_ms: nowMs }).where('name', '=', name).execute()
+          await tx
+            .updateTable('slo_definitions')
+            .set({ spec, updated_ms: nowMs })
+            .where('name', '=', name)
+            .execute()
           return { created: false }
         }
-        await tx.insertInto('slo_definitions').values({ name, spec, created_ms: nowMs, updated_ms: nowMs }).execute()
+        await tx
+          .insertInto('slo_definitions')
+          .values({ name, spec, created_ms: nowMs, updated_ms: nowMs })
+          .execute()
         return { created: true }
       })
     },
@@ -83,7 +101,11 @@ export function createSloPersistence(db: Kysely<SloTables>) {
      * Writes changed alert states and enqueues their notifications in one transaction, so a state change
      * and its notification are stored together or not at all.
      */
-    async commitCycle(alerts: readonly AlertRecord[], outbox: readonly OutboxEntry[], nowMs: number): Promise<void> {
+    async commitCycle(
+      alerts: readonly AlertRecord[],
+      outbox: readonly OutboxEntry[],
+      nowMs: number,
+    ): Promise<void> {
       if (alerts.length === 0 && outbox.length === 0) return
       await db.transaction().execute(async (tx) => {
         for (const a of alerts) {
@@ -107,7 +129,12 @@ export function createSloPersistence(db: Kysely<SloTables>) {
     },
 
     async listSilences(): Promise<Silence[]> {
-      const rows = await db.selectFrom('slo_silences').selectAll().orderBy('created_ms').orderBy('id').execute()
+      const rows = await db
+        .selectFrom('slo_silences')
+        .selectAll()
+        .orderBy('created_ms')
+        .orderBy('id')
+        .execute()
       return rows.map((r) => ({
         id: r.id,
         matchers: JSON.parse(r.matchers) as SilenceMatchers,
@@ -154,7 +181,11 @@ export function createSloPersistence(db: Kysely<SloTables>) {
     },
 
     async markDelivered(seq: number, nowMs: number, attempts: number): Promise<void> {
-      await db.updateTable('slo_outbox').set({ delivered_ms: nowMs, attempts, last_error: null }).where('seq', '=', seq).execute()
+      await db
+        .updateTable('slo_outbox')
+        .set({ delivered_ms: nowMs, attempts, last_error: null })
+        .where('seq', '=', seq)
+        .execute()
     },
 
     async markRetry(seq: number, attempts: number, nextAttemptMs: number, error: string): Promise<void> {
@@ -166,7 +197,11 @@ export function createSloPersistence(db: Kysely<SloTables>) {
     },
 
     async markFailed(seq: number, nowMs: number, error: string): Promise<void> {
-      await db.updateTable('slo_outbox').set({ failed_ms: nowMs, last_error: error }).where('seq', '=', seq).execute()
+      await db
+        .updateTable('slo_outbox')
+        .set({ failed_ms: nowMs, last_error: error })
+        .where('seq', '=', seq)
+        .execute()
     },
 
     async enqueue(entries: readonly OutboxEntry[], nowMs: number): Promise<void> {
@@ -204,9 +239,16 @@ function outboxRow(r: {
   }
 }
 
-async function enqueue(tx: Transaction<SloTables>, entries: readonly OutboxEntry[], nowMs: number): Promise<void> {
+async function enqueue(
+  tx: Transaction<SloTables>,
+  entries: readonly OutboxEntry[],
+  nowMs: number,
+): Promise<void> {
   if (entries.length === 0) return
-  const max = await tx.selectFrom('slo_outbox').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirst()
+  const max = await tx
+    .selectFrom('slo_outbox')
+    .select((eb) => eb.fn.max('seq').as('m'))
+    .executeTakeFirst()
   let seq = max?.m === null || max?.m === undefined ? 0 : Number(max.m)
   for (const e of entries) {
     // The same notification enqueued twice (another collector, a retried cycle) is stored once.

@@ -26,7 +26,10 @@ export interface SloDataSource {
     range: { readonly fromMs: number; readonly toMs: number },
     stepMs: number,
   ): Promise<
-    ReadonlyArray<{ readonly tMs: number; readonly counts: { readonly ok: number; readonly error: number; readonly shed: number } }>
+    ReadonlyArray<{
+      readonly tMs: number
+      readonly counts: { readonly ok: number; readonly error: number; readonly shed: number }
+    }>
   >
 }
 
@@ -51,7 +54,11 @@ export async function readBuckets(
   if (sli.kind === 'latency') {
     const thresholdUs = sli.thresholdMs * 1000
     const rows = await source.timeseries(selector, range, sli.metric, stepMs)
-    return rows.map((r) => ({ tMs: r.tMs, good: countAtOrBelow(r.histogram, thresholdUs), total: r.histogram.totalCount }))
+    return rows.map((r) => ({
+      tMs: r.tMs,
+      good: countAtOrBelow(r.histogram, thresholdUs),
+      total: r.histogram.totalCount,
+    }))
   }
   const rows = await source.countSeries(selector, range, stepMs)
   return rows.map((r) => ({
@@ -152,7 +159,11 @@ export class SloSeries {
     const end = floorTo(endMs, this.fineStepMs)
     const fineStart = floorTo(end, HOUR_MS) - FINE_SPAN_MS
     const coarseFrom = floorTo(end - spanMs, HOUR_MS)
-    if (Number.isNaN(this.fetchedUntilMs) || end < this.fetchedUntilMs || fineStart - this.fineStartMs > spanMs) {
+    if (
+      Number.isNaN(this.fetchedUntilMs) ||
+      end < this.fetchedUntilMs ||
+      fineStart - this.fineStartMs > spanMs
+    ) {
       // Cold start (or the clock went back): read everything.
       this.fine.dropFrom(-Infinity)
       this.coarse.dropFrom(-Infinity)

@@ -84,7 +84,13 @@ const iso = (ms: number | null) => (ms === null ? '0001-01-01T00:00:00Z' : new D
  * @example JSON.stringify(alertmanagerPayload(n, 'ops', 'http://tailguard:8080'))
  */
 export function alertmanagerPayload(n: AlertNotification, receiver: string, externalUrl: string) {
-  const labels: Record<string, string> = { alertname: 'SLOBurnRate', ...n.labels, slo: n.slo, tier: n.tier, severity: n.severity }
+  const labels: Record<string, string> = {
+    alertname: 'SLOBurnRate',
+    ...n.labels,
+    slo: n.slo,
+    tier: n.tier,
+    severity: n.severity,
+  }
   const groupLabels = { alertname: 'SLOBurnRate', slo: n.slo }
   const fingerprint = createHash('sha256').update(`${n.slo}\u0000${n.tier}`).digest('hex').slice(0, 16)
   const annotations = { summary: n.summary, description: n.description }
@@ -178,7 +184,12 @@ export async function deliverDue(
         if (nowMs - row.createdMs > (r.maxAgeMs ?? 24 * 3_600_000)) {
           await persistence.markFailed(row.seq, nowMs, row.lastError ?? 'expired before the first attempt')
           opts.logger.error(
-            { receiver: r.name, idempotencyKey: row.idempotencyKey, attempts: row.attempts, error: row.lastError },
+            {
+              receiver: r.name,
+              idempotencyKey: row.idempotencyKey,
+              attempts: row.attempts,
+              error: row.lastError,
+            },
             'webhook notification given up',
           )
           result.failed++
@@ -189,7 +200,8 @@ export async function deliverDue(
           'user-agent': 'tailguard',
           [IDEMPOTENCY_HEADER]: row.idempotencyKey,
         }
-        if (r.secret) headers[SIGNATURE_HEADER] = signatureHeader(r.secret, row.body, Math.floor(nowMs / 1000))
+        if (r.secret)
+          headers[SIGNATURE_HEADER] = signatureHeader(r.secret, row.body, Math.floor(nowMs / 1000))
         let error: string | null = null
         try {
           const res = await doFetch(r.url, {
@@ -212,7 +224,10 @@ export async function deliverDue(
         }
         const delay = backoffMs(attempts, r.minBackoffMs ?? 1000, r.maxBackoffMs ?? 300_000, opts.random)
         await persistence.markRetry(row.seq, attempts, nowMs + delay, error)
-        opts.logger.warn({ receiver: r.name, idempotencyKey: row.idempotencyKey, attempts, error, retryInMs: delay }, 'webhook delivery failed')
+        opts.logger.warn(
+          { receiver: r.name, idempotencyKey: row.idempotencyKey, attempts, error, retryInMs: delay },
+          'webhook delivery failed',
+        )
         result.retried++
         return
       }

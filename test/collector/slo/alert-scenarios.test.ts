@@ -16,7 +16,11 @@ const PER_BUCKET = 2000
 
 /** Errors per 10 s bucket: 1 of 2000 (0.05%) except `errors` during [from, to). */
 function scenario(errors: number, from: number, to: number) {
-  return (t: number) => ({ ok: PER_BUCKET - (t >= from && t < to ? errors : 1), error: t >= from && t < to ? errors : 1, shed: 0 })
+  return (t: number) => ({
+    ok: PER_BUCKET - (t >= from && t < to ? errors : 1),
+    error: t >= from && t < to ? errors : 1,
+    shed: 0,
+  })
 }
 
 /** The reference: first evaluation time at which both windows exceed factor × (1 − objective), and when that stops. */
@@ -46,7 +50,13 @@ function reference(
   return { firedAt, resolvedAt }
 }
 
-const SLO = validateSlo({ name: 'chat-availability', kind: 'availability', selector: { service: 'chat' }, objective: '99.9%', window: '30d' })
+const SLO = validateSlo({
+  name: 'chat-availability',
+  kind: 'availability',
+  selector: { service: 'chat' },
+  objective: '99.9%',
+  window: '30d',
+})
 if (!SLO.ok) throw new Error('fixture SLO invalid')
 
 let db: Kysely<SloTables> | undefined
@@ -118,7 +128,10 @@ describe('multiwindow burn-rate alerts (99.9%, 30 d)', () => {
   })
 
   it('the minimum event count keeps a low-traffic SLO quiet', async () => {
-    const low = validateSlo({ ...{ name: 'tiny', kind: 'availability', objective: 0.999 }, alerting: { minEvents: 1_000_000 } })
+    const low = validateSlo({
+      ...{ name: 'tiny', kind: 'availability', objective: 0.999 },
+      alerting: { minEvents: 1_000_000 },
+    })
     expect(low.ok).toBe(true)
     db = await sqliteDb()
     await migrate(db)

@@ -64,7 +64,12 @@ export class FunctionSource implements SloDataSource {
     return out
   }
 
-  async timeseries(selector: SloSelector, range: { fromMs: number; toMs: number }, metric: Metric, stepMs: number) {
+  async timeseries(
+    selector: SloSelector,
+    range: { fromMs: number; toMs: number },
+    metric: Metric,
+    stepMs: number,
+  ) {
     this.reads++
     const groups = new Map<number, Histogram[]>()
     if (!this.matches(selector)) return []
@@ -77,7 +82,9 @@ export class FunctionSource implements SloDataSource {
       list.push(h)
       groups.set(b, list)
     }
-    return [...groups.entries()].sort((a, b) => a[0] - b[0]).map(([tMs, hs]) => ({ tMs, histogram: mergeHistograms(hs) }))
+    return [...groups.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([tMs, hs]) => ({ tMs, histogram: mergeHistograms(hs) }))
   }
 }
 
@@ -100,7 +107,14 @@ export interface TestDb {
 }
 
 const pgPool = (schema: string) =>
-  new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', options: `-c search_path=${schema}`, max: 4 })
+  new pg.Pool({
+    host: '127.0.0.1',
+    port: 5432,
+    user: 'postgres',
+    database: 'test',
+    options: `-c search_path=${schema}`,
+    max: 4,
+  })
 
 /** Which databases to test on (TG_TEST_DIALECTS=sqlite,postgres; both by default). */
 export function testDialects(): Array<'sqlite' | 'postgres'> {
@@ -168,7 +182,10 @@ export function storeFrom(source: SloDataSource): Store {
     timeseries: async (sel, range, metric, step) => [...(await source.timeseries(sel, range, metric, step))],
     counts: async () => zero,
     countSeries: async (sel, range, step) =>
-      (await source.countSeries(sel, range, step)).map((r) => ({ tMs: r.tMs, counts: { ...zero, ...r.counts } })),
+      (await source.countSeries(sel, range, step)).map((r) => ({
+        tMs: r.tMs,
+        counts: { ...zero, ...r.counts },
+      })),
     services: async () => [],
     compact: async () => ({ rolledUp: 0, deleted: 0 }),
     ping: async () => true,

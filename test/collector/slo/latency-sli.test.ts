@@ -63,8 +63,8 @@ describe('latency SLI at any threshold', () => {
     expect(exact).toBeLessThan(0.99)
   })
 
-  it('holds for random samples and thresholds (property)', () => {
-    fc.assert(
+  it('holds for random samples and thresholds (property)', async () => {
+    await fc.assert(
       fc.asyncProperty(
         fc.array(fc.integer({ min: 1_000, max: 2_000_000 }), { minLength: 50, maxLength: 300 }),
         fc.integer({ min: 1_000, max: 2_000_000 }),
@@ -94,7 +94,15 @@ describe('latency SLI at any threshold', () => {
     }
     const engine = createSloEngine({ source, db: tdb.db })
     engine.setFileSlos([
-      slo({ name: 'ttft', kind: 'llm', metric: 'ttft', thresholdMs: 500, objective: 0.95, budgeting: 'timeslices', timeslice: { window: '5m', target: 0.9 } }),
+      slo({
+        name: 'ttft',
+        kind: 'llm',
+        metric: 'ttft',
+        thresholdMs: 500,
+        objective: 0.95,
+        budgeting: 'timeslices',
+        timeslice: { window: '5m', target: 0.9 },
+      }),
     ])
     await engine.evaluate(END)
     const e = engine.get('ttft')!.evaluation!

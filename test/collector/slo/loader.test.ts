@@ -35,7 +35,9 @@ describe('SLO files', () => {
     const dir = await mkdtemp(join(tmpdir(), 'tg-slo-'))
     try {
       await writeFile(join(dir, 'a.yaml'), await readFile(join(fixtures, 'tailguard.yaml'), 'utf8'))
-      const os = (await readFile(join(fixtures, 'openslo.yaml'), 'utf8')).replaceAll('name: chat-', 'name: os-chat-').replaceAll('indicatorRef: chat-', 'indicatorRef: os-chat-')
+      const os = (await readFile(join(fixtures, 'openslo.yaml'), 'utf8'))
+        .replaceAll('name: chat-', 'name: os-chat-')
+        .replaceAll('indicatorRef: chat-', 'indicatorRef: os-chat-')
       await writeFile(join(dir, 'b.yml'), os)
       const r = await loadSloFiles(dir)
       if (!r.ok) throw new Error(formatProblems(r.problems))
@@ -100,10 +102,20 @@ describe('SLO files', () => {
       kind: 'availability',
       objective: 0.99,
       window: '7d',
-      alerting: { minEvents: 50, for: '2m', tiers: { 'ticket-3d': { enabled: false }, 'page-1h': { factor: 10 }, fast: { factor: 20, long: '30m', short: '2m', severity: 'page' } } },
+      alerting: {
+        minEvents: 50,
+        for: '2m',
+        tiers: {
+          'ticket-3d': { enabled: false },
+          'page-1h': { factor: 10 },
+          fast: { factor: 20, long: '30m', short: '2m', severity: 'page' },
+        },
+      },
     })
     if (!r.ok) throw new Error(JSON.stringify(r.problems))
-    expect(r.slo.tiers.map((t) => [t.id, t.factor, t.longWindowMs / MINUTE_MS, t.shortWindowMs / MINUTE_MS])).toEqual([
+    expect(
+      r.slo.tiers.map((t) => [t.id, t.factor, t.longWindowMs / MINUTE_MS, t.shortWindowMs / MINUTE_MS]),
+    ).toEqual([
       ['page-1h', 10, 14, 1],
       ['page-6h', 6, 84, 7],
       ['ticket-1d', 3, 336, 28],

@@ -42,13 +42,16 @@ describe('budget math against worked numbers', () => {
     { good: 1_000_000, total: 1_000_000, remaining: 1, remainingEvents: 1000 },
     { good: 999_500, total: 1_000_000, remaining: 0.5, remainingEvents: 500 },
     { good: 998_000, total: 1_000_000, remaining: -1, remainingEvents: -1000 },
-  ])('errorBudget: $good of $total at 99.9% leaves $remaining', ({ good, total, remaining, remainingEvents }) => {
-    const b = errorBudget(good, total, 0.999, 30 * DAY_MS)
-    expect(b.remainingRatio).toBeCloseTo(remaining, 9)
-    expect(b.remainingEvents).toBeCloseTo(remainingEvents, 6)
-    expect(b.totalTimeMs).toBeCloseTo(43.2 * MINUTE_MS, 6)
-    expect(b.remainingTimeMs).toBeCloseTo(remaining * 43.2 * MINUTE_MS, 3)
-  })
+  ])(
+    'errorBudget: $good of $total at 99.9% leaves $remaining',
+    ({ good, total, remaining, remainingEvents }) => {
+      const b = errorBudget(good, total, 0.999, 30 * DAY_MS)
+      expect(b.remainingRatio).toBeCloseTo(remaining, 9)
+      expect(b.remainingEvents).toBeCloseTo(remainingEvents, 6)
+      expect(b.totalTimeMs).toBeCloseTo(43.2 * MINUTE_MS, 6)
+      expect(b.remainingTimeMs).toBeCloseTo(remaining * 43.2 * MINUTE_MS, 3)
+    },
+  )
 
   it('a steady 14.4× burn spends a full budget in 50 hours', () => {
     const f = forecastExhaustion(1, 14.4, 30 * DAY_MS, 0)
@@ -96,7 +99,10 @@ describe('good events at any threshold', () => {
           const h = newHistogram()
           for (const v of values) h.recordValue(v)
           const got = countAtOrBelow(h, thresholdUs)
-          const b = h as unknown as { lowestEquivalentValue(v: number): number; highestEquivalentValue(v: number): number }
+          const b = h as unknown as {
+            lowestEquivalentValue(v: number): number
+            highestEquivalentValue(v: number): number
+          }
           // Bounds: values surely below the threshold's bucket, and values up to its top.
           const lo = values.filter((v) => v < b.lowestEquivalentValue(thresholdUs)).length
           const hi = values.filter((v) => v <= b.highestEquivalentValue(thresholdUs)).length
@@ -110,5 +116,22 @@ describe('good events at any threshold', () => {
         },
       ),
     )
+  })
+})
+
+describe('countAtOrBelow edge cases', () => {
+  it('counts recorded zeros and walks from either side', () => {
+    const h = newHistogram()
+    h.recordValueWithCount(0, 5)
+    h.recordValueWithCount(10_000, 10)
+    h.recordValueWithCount(3_000_000_000, 1)
+    expect(countAtOrBelow(h, 9_000)).toBe(5)
+    // 10 000 µs lies in the bucket [10 000, 10 007]: at its top every value counts, inside it a share does.
+    expect(countAtOrBelow(h, 10_007)).toBeCloseTo(15, 9)
+    expect(countAtOrBelow(h, 10_003)).toBeCloseTo(5 + 10 * (4 / 8), 9)
+    expect(countAtOrBelow(h, 2_000_000_000)).toBeCloseTo(15, 9)
+    const only = newHistogram()
+    only.recordValueWithCount(5_000, 3)
+    expect(countAtOrBelow(only, 4_000)).toBe(0)
   })
 })

@@ -32,11 +32,23 @@ async function setup(): Promise<{ app: FastifyInstance; engine: SloEngine; now: 
     return { ok: 2000 - bad, error: bad, shed: 5 }
   })
   const engine = createSloEngine({ source, db: tdb.db, clock: () => now.ms })
-  const file = validateSlo({ name: 'chat-availability', kind: 'availability', selector: { service: 'chat' }, objective: '99.9%' })
+  const file = validateSlo({
+    name: 'chat-availability',
+    kind: 'availability',
+    selector: { service: 'chat' },
+    objective: '99.9%',
+  })
   if (!file.ok) throw new Error('fixture')
   engine.setFileSlos([file.slo])
   app = await buildCollector(
-    { tokens: [{ token: 'reader', scope: 'read' }, { token: 'admin', scope: 'admin' }], reportBodyLimitBytes: 1 << 20, bodyLimitBytes: 1 << 20 },
+    {
+      tokens: [
+        { token: 'reader', scope: 'read' },
+        { token: 'admin', scope: 'admin' },
+      ],
+      reportBodyLimitBytes: 1 << 20,
+      bodyLimitBytes: 1 << 20,
+    },
     { store: storeFrom(source), clock: () => now.ms, plugins: [createSloRoutes(engine)] },
   )
   return { app, engine, now }
@@ -49,14 +61,24 @@ describe('SLO API', () => {
     const res = await app.inject({ method: 'GET', url: '/api/v1/slos', headers: READ })
     expect(res.statusCode).toBe(200)
     const [s] = res.json().slos
-    expect(s).toMatchObject({ name: 'chat-availability', objective: 0.999, window: '30d', source: 'file', kind: 'availability' })
+    expect(s).toMatchObject({
+      name: 'chat-availability',
+      objective: 0.999,
+      window: '30d',
+      source: 'file',
+      kind: 'availability',
+    })
     // Shed requests count as bad by default: 45 bad of 2005 per bucket over the last hour.
     expect(s.burnRates['1h']).toBeCloseTo(45 / 2005 / 0.001, 6)
     expect(s.burnRates['5m']).toBeCloseTo(45 / 2005 / 0.001, 6)
     expect(s.sli).toBeGreaterThan(0.99)
     expect(s.sli).toBeLessThan(1)
     expect(s.budgetRemaining).toBeLessThan(1)
-    expect(s.alerts.find((a: { tier: string }) => a.tier === 'page-1h')).toMatchObject({ state: 'firing', severity: 'page', factor: 14.4 })
+    expect(s.alerts.find((a: { tier: string }) => a.tier === 'page-1h')).toMatchObject({
+      state: 'firing',
+      severity: 'page',
+      factor: 14.4,
+    })
     const one = await app.inject({ method: 'GET', url: '/api/v1/slos/chat-availability', headers: READ })
     expect(one.statusCode).toBe(200)
     expect(one.json().burnDown.length).toBeGreaterThan(700)
@@ -69,27 +91,60 @@ describe('SLO API', () => {
 
   it('creates, replaces and deletes API SLOs with admin scope and names invalid fields', async () => {
     const { app, engine } = await setup()
-    const body = { name: 'chat-latency', kind: 'latency', thresholdMs: 187, objective: 0.99, selector: { service: 'chat' } }
-    expect((await app.inject({ method: 'POST', url: '/api/v1/slos', headers: READ, payload: body })).statusCode).toBe(403)
+    const body = {
+      name: 'chat-latency',
+      kind: 'latency',
+      thresholdMs: 187,
+      objective: 0.99,
+      selector: { service: 'chat' },
+    }
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/v1/slos', headers: READ, payload: body })).statusCode,
+    ).toBe(403)
     const created = await app.inject({ method: 'POST', url: '/api/v1/slos', headers: ADMIN, payload: body })
     expect(created.statusCode).toBe(201)
-    expect(created.json()).toMatchObject({ name: 'chat-latency', source: 'api', thresholdMs: 187, phase: 'total' })
-    expect((await app.inject({ method: 'POST', url: '/api/v1/slos', headers: ADMIN, payload: body })).statusCode).toBe(409)
-    const replaced = await app.inject({ method: 'PUT', url: '/api/v1/slos/chat-latency', headers: ADMIN, payload: { ...body, name: undefined, thresholdMs: 250 } })
+    expect(created.json()).toMatchObject({
+      name: 'chat-latency',
+      source: 'api',
+      thresholdMs: 187,
+      phase: 'total',
+    })
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/v1/slos', headers: ADMIN, payload: body })).statusCode,
+    ).toBe(409)
+    const replaced = await app.inject({
+      method: 'PUT',
+      url: '/api/v1/slos/chat-latency',
+      headers: ADMIN,
+      payload: { ...body, name: undefined, thresholdMs: 250 },
+    })
     expect(replaced.statusCode).toBe(200)
     expect(replaced.json().thresholdMs).toBe(250)
-    const invalid = await app.inject({ method: 'PUT', url: '/api/v1/slos/x', headers: ADMIN, payload: { kind: 'latency', phase: 'kernal', objective: 2 } })
+    const invalid = await app.inject({
+      method: 'PUT',
+      url: '/api/v1/slos/x',
+      headers: ADMIN,
+      payload: { kind: 'latency', phase: 'kernal', objective: 2 },
+    })
     expect(invalid.statusCode).toBe(400)
     expect(invalid.json().code).toBe('TG_ERR_SLO_INVALID')
     expect(invalid.json().message).toContain('phase: unknown phase')
     expect(invalid.json().message).toContain('objective:')
     expect(invalid.json().message).toContain('thresholdMs:')
-    const fileOne = await app.inject({ method: 'DELETE', url: '/api/v1/slos/chat-availability', headers: ADMIN })
+    const fileOne = await app.inject({
+      method: 'DELETE',
+      url: '/api/v1/slos/chat-availability',
+      headers: ADMIN,
+    })
     expect(fileOne.statusCode).toBe(409)
     await engine.evaluate(S)
     expect(engine.get('chat-latency')!.evaluation).toBeDefined()
-    expect((await app.inject({ method: 'DELETE', url: '/api/v1/slos/chat-latency', headers: ADMIN })).statusCode).toBe(204)
-    expect((await app.inject({ method: 'DELETE', url: '/api/v1/slos/chat-latency', headers: ADMIN })).statusCode).toBe(404)
+    expect(
+      (await app.inject({ method: 'DELETE', url: '/api/v1/slos/chat-latency', headers: ADMIN })).statusCode,
+    ).toBe(204)
+    expect(
+      (await app.inject({ method: 'DELETE', url: '/api/v1/slos/chat-latency', headers: ADMIN })).statusCode,
+    ).toBe(404)
   })
 
   it('silences an alert until the silence expires, and lists alerts', async () => {
@@ -98,7 +153,12 @@ describe('SLO API', () => {
       method: 'POST',
       url: '/api/v1/silences',
       headers: ADMIN,
-      payload: { matchers: { slo: 'chat-availability', severity: 'page' }, duration: '30m', comment: 'deploy', createdBy: 'ana' },
+      payload: {
+        matchers: { slo: 'chat-availability', severity: 'page' },
+        duration: '30m',
+        comment: 'deploy',
+        createdBy: 'ana',
+      },
     })
     expect(res.statusCode).toBe(201)
     const silence = res.json()
@@ -113,10 +173,21 @@ describe('SLO API', () => {
     expect(after.json().alerts.map((a: { tier: string }) => a.tier)).toContain('page-1h')
     const listed = await app.inject({ method: 'GET', url: '/api/v1/silences', headers: READ })
     expect(listed.json().silences[0].state).toBe('expired')
-    const expired = await app.inject({ method: 'DELETE', url: `/api/v1/silences/${silence.id}`, headers: ADMIN })
+    const expired = await app.inject({
+      method: 'DELETE',
+      url: `/api/v1/silences/${silence.id}`,
+      headers: ADMIN,
+    })
     expect(expired.statusCode).toBe(200)
-    expect((await app.inject({ method: 'GET', url: '/api/v1/silences/nope', headers: READ })).json().code).toBe('TG_ERR_SILENCE_NOT_FOUND')
-    const bad = await app.inject({ method: 'POST', url: '/api/v1/silences', headers: ADMIN, payload: { matchers: {}, duration: '1h', comment: '' } })
+    expect(
+      (await app.inject({ method: 'GET', url: '/api/v1/silences/nope', headers: READ })).json().code,
+    ).toBe('TG_ERR_SILENCE_NOT_FOUND')
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/api/v1/silences',
+      headers: ADMIN,
+      payload: { matchers: {}, duration: '1h', comment: '' },
+    })
     expect(bad.statusCode).toBe(400)
   })
 
@@ -129,6 +200,8 @@ describe('SLO API', () => {
     expect(res.body).toMatch(/tailguard_slo_sli_ratio\{slo="chat-availability"\} 0\.9/)
     expect(res.body).toMatch(/tailguard_slo_error_budget_remaining_ratio\{slo="chat-availability"\} /)
     expect(res.body).toMatch(/tailguard_slo_burn_rate\{slo="chat-availability",window="1h"\} 22\.4/)
-    expect(res.body).toContain('tailguard_slo_alert{slo="chat-availability",tier="page-1h",severity="page",state="firing"} 1')
+    expect(res.body).toContain(
+      'tailguard_slo_alert{slo="chat-availability",tier="page-1h",severity="page",state="firing"} 1',
+    )
   })
 })

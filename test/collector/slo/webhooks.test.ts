@@ -86,7 +86,15 @@ for (const dialect of testDialects()) {
     it('delivers every notification once, in order, across a receiver outage and a restart', async () => {
       tdb = await openDb(dialect)
       const port = await freePort()
-      const hooks = [{ name: 'ops', url: `http://127.0.0.1:${port}/hook`, secret: SECRET, minBackoffMs: 1000, maxBackoffMs: 30_000 }]
+      const hooks = [
+        {
+          name: 'ops',
+          url: `http://127.0.0.1:${port}/hook`,
+          secret: SECRET,
+          minBackoffMs: 1000,
+          maxBackoffMs: 30_000,
+        },
+      ]
       // Two SLOs whose page-1h tier fires and resolves at different times.
       const counts = (t: number) => {
         const bad = t >= S && t < S + 90 * MIN ? 40 : 1
@@ -104,16 +112,32 @@ for (const dialect of testDialects()) {
         timeseries: source.timeseries.bind(source),
       }
       const slos = [
-        slo({ name: 'a-availability', kind: 'availability', selector: { service: 'a' }, objective: 0.999, labels: { team: 'ml' } }),
+        slo({
+          name: 'a-availability',
+          kind: 'availability',
+          selector: { service: 'a' },
+          objective: 0.999,
+          labels: { team: 'ml' },
+        }),
         slo({ name: 'b-availability', kind: 'availability', selector: { service: 'b' }, objective: 0.999 }),
       ]
       let random = 0.5
-      const engine1 = createSloEngine({ source: both, db: tdb.db, webhooks: hooks, random: () => random, externalUrl: 'http://tg.example' })
+      const engine1 = createSloEngine({
+        source: both,
+        db: tdb.db,
+        webhooks: hooks,
+        random: () => random,
+        externalUrl: 'http://tg.example',
+      })
       engine1.setFileSlos(slos)
       // The receiver is down for the first three hours: every notification stays in the outbox.
       for (let t = S - 10 * MIN; t <= S + 3 * HOUR; t += MIN) await engine1.evaluate(t)
       const pending = await engine1.outbox()
-      expect(pending.map((r) => r.idempotencyKey.split('/').slice(0, 2).concat(r.idempotencyKey.split('/')[3]!).join(' '))).toEqual([
+      expect(
+        pending.map((r) =>
+          r.idempotencyKey.split('/').slice(0, 2).concat(r.idempotencyKey.split('/')[3]!).join(' '),
+        ),
+      ).toEqual([
         'a-availability page-1h firing',
         'b-availability page-1h firing',
         'a-availability page-1h resolved',
@@ -130,7 +154,13 @@ for (const dialect of testDialects()) {
       // fails its first request once.
       const rx = await receiver(port, (n) => (n === 1 ? 503 : 200))
       servers.push(rx.server)
-      const engine2 = createSloEngine({ source: both, db: tdb.reopen(), webhooks: hooks, random: () => random, externalUrl: 'http://tg.example' })
+      const engine2 = createSloEngine({
+        source: both,
+        db: tdb.reopen(),
+        webhooks: hooks,
+        random: () => random,
+        externalUrl: 'http://tg.example',
+      })
       engine2.setFileSlos(slos)
       const now = S + 4 * HOUR
       await engine2.deliver(now)
@@ -159,7 +189,14 @@ for (const dialect of testDialects()) {
       })
       expect(first.alerts[0]).toMatchObject({
         status: 'firing',
-        labels: { alertname: 'SLOBurnRate', slo: 'a-availability', tier: 'page-1h', severity: 'page', service: 'a', team: 'ml' },
+        labels: {
+          alertname: 'SLOBurnRate',
+          slo: 'a-availability',
+          tier: 'page-1h',
+          severity: 'page',
+          service: 'a',
+          team: 'ml',
+        },
         endsAt: '0001-01-01T00:00:00Z',
       })
       expect(first.alerts[0].fingerprint).toMatch(/^[0-9a-f]{16}$/)
