@@ -6,7 +6,7 @@ import { BadRequest, SilenceNotFound, SloConflict, SloInvalid, SloNotFound } fro
 import { parseDurationMs, parseTimeMs } from '../time.js'
 import { sloToRaw, windowText } from '../slo/definition.js'
 import type { SloDefinition } from '../slo/definition.js'
-import { fieldText } from '../slo/loader.js'
+import { fieldText, formatProblems, parseSloText } from '../slo/loader.js'
 import type { SloEngine, SloEvaluation } from '../slo/engine.js'
 import type { AlertRecord, Silence } from '../slo/alerts.js'
 
@@ -328,6 +328,43 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
       async (req, reply) => {
         const r = await put(req.body, true)
         return reply.code(201).send(detail(r.slo.name))
+      },
+    )
+
+    // YAML bodies (either format) for the import route; registered inside this plugin only.
+    fastify.addContentTypeParser(
+      ['application/yaml', 'application/x-yaml', 'text/yaml'],
+      { parseAs: 'string' },
+      (_req, body, done) => done(null, body),
+    )
+
+    app.post(
+      '/slos/import',
+      {
+        config: { scope: 'admin' },
+        schema: {
+          summary: 'Create or replace SLOs from a YAML document (tailguard format or OpenSLO)',
+          consumes: ['application/yaml'],
+          body: Type.String({ maxLength: 1 << 20 }),
+          response: {
+            200: Type.Object({
+              imported: Type.Array(Type.Object({ name: Type.String(), created: Type.Boolean() })),
+            }),
+          },
+        },
+      },
+      async (req) => {
+        const parsed = parseSloText(req.body, 'body')
+        if (!parsed.ok) throw new SloInvalid(formatProblems(parsed.problems).replaceAll('\n', '; '))
+        for (const s of parsed.slos)
+          if (engine.get(s.name)?.source === 'file')
+            throw new SloConflict(`SLO '${s.name}' is defined in a file; change it there`)
+        const imported: Array<{ name: string; created: boolean }> = []
+        for (const s of parsed.slos) {
+          const r = await put(sloToRaw(s), false)
+          imported.push({ name: r.slo.name, created: r.created })
+        }
+        return { imported }
       },
     )
 

@@ -1,4 +1,6 @@
 // The SLO API through buildCollector + app.inject: SLO status, CRUD with scopes, alerts, silences, /metrics.
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { buildCollector } from '../../../collector/app.js'
@@ -145,6 +147,50 @@ describe('SLO API', () => {
     expect(
       (await app.inject({ method: 'DELETE', url: '/api/v1/slos/chat-latency', headers: ADMIN })).statusCode,
     ).toBe(404)
+  })
+
+  it('imports OpenSLO or tailguard YAML through the API, naming the line of each problem', async () => {
+    const { app, engine } = await setup()
+    const yaml = await readFile(
+      join(import.meta.dirname, '..', '..', 'fixtures', 'slo', 'openslo.yaml'),
+      'utf8',
+    )
+    const headers = { ...ADMIN, 'content-type': 'application/yaml' }
+    expect(
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/slos/import',
+          headers: { ...READ, 'content-type': 'application/yaml' },
+          payload: yaml,
+        })
+      ).statusCode,
+    ).toBe(403)
+    // chat-availability is defined by a file in this setup, so the document is refused as a whole.
+    const clash = await app.inject({ method: 'POST', url: '/api/v1/slos/import', headers, payload: yaml })
+    expect(clash.statusCode).toBe(409)
+    expect(engine.get('chat-latency')).toBeUndefined()
+    const renamed = yaml.replace('name: chat-availability', 'name: api-availability')
+    const res = await app.inject({ method: 'POST', url: '/api/v1/slos/import', headers, payload: renamed })
+    expect(res.statusCode).toBe(200)
+    expect(
+      res
+        .json()
+        .imported.map((i: { name: string }) => i.name)
+        .sort(),
+    ).toEqual(['api-availability', 'chat-latency', 'chat-ttft'])
+    expect(engine.get('chat-latency')!.source).toBe('api')
+    expect(engine.get('api-availability')!.slo.sli).toEqual({ kind: 'availability', shedIsBad: false })
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/api/v1/slos/import',
+      headers,
+      payload: 'version: 1\nslos:\n  - name: x\n    kind: availability\n    objective: 2\n',
+    })
+    expect(bad.statusCode).toBe(400)
+    expect(bad.json().message).toBe(
+      'body:5: slos[0].objective: must be a ratio in (0, 1) or a percentage like "99.9%"',
+    )
   })
 
   it('silences an alert until the silence expires, and lists alerts', async () => {
