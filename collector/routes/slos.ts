@@ -494,6 +494,45 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
       },
     )
 
+    app.put(
+      '/silences/:id',
+      {
+        config: { scope: 'admin' },
+        schema: {
+          summary: 'Change a silence (extend it, change its matchers or comment)',
+          params: IdParams,
+          body: Type.Partial(SilenceBody),
+          response: { 200: SilenceSchema },
+        },
+      },
+      async (req) => {
+        const b = req.body
+        const now = engine.clock()
+        const current = (await engine.silences()).find((x) => x.id === req.params.id)
+        if (!current) throw new SilenceNotFound(`no silence with id '${req.params.id}'`)
+        if (b.matchers && Object.keys(b.matchers).length === 0)
+          throw new BadRequest('matchers: give at least one of slo, tier, severity')
+        const startsAtMs =
+          b.startsAt === undefined ? current.startsAtMs : parseTimeMs(b.startsAt, 'startsAt', now)
+        let endsAtMs = current.endsAtMs
+        if (b.endsAt !== undefined) endsAtMs = parseTimeMs(b.endsAt, 'endsAt', now)
+        else if (b.duration !== undefined) {
+          const d = parseDurationMs(b.duration)
+          if (d === undefined || d <= 0)
+            throw new BadRequest(`duration: expected a duration like 2h, got '${b.duration}'`)
+          endsAtMs = startsAtMs + d
+        }
+        if (!(endsAtMs > startsAtMs)) throw new BadRequest('endsAt: must be after startsAt')
+        const s = await engine.updateSilence(req.params.id, {
+          matchers: b.matchers,
+          startsAtMs,
+          endsAtMs,
+          comment: b.comment,
+        })
+        return silenceOut(s!, now)
+      },
+    )
+
     app.delete(
       '/silences/:id',
       {

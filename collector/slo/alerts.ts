@@ -126,7 +126,11 @@ export interface Silence {
   readonly createdMs: number
 }
 
-/** Whether a silence is active at `nowMs`: `startsAtMs ≤ now < endsAtMs`. */
+/**
+ * Whether a silence is active at `nowMs`: `startsAtMs ≤ now < endsAtMs`.
+ *
+ * @example silenceActive(silence, Date.now()) // true until silence.endsAtMs
+ */
 export const silenceActive = (s: Silence, nowMs: number): boolean =>
   s.startsAtMs <= nowMs && nowMs < s.endsAtMs
 

@@ -63,7 +63,11 @@ export const SLO_WINDOWS = ['7d', '28d', '30d', 'calendar-month'] as const
 /** Slice lengths that divide an hour, so time slices fit the hourly rollups. */
 const SLICE_MINUTES = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60]
 
-/** The window's length in ms at `nowMs` (a calendar month's length depends on the month). */
+/**
+ * The window's length in ms at `nowMs` (a calendar month's length depends on the month).
+ *
+ * @example windowLengthMs({ kind: 'calendar-month' }, Date.UTC(2026, 1, 10)) // 2419200000 (28 days)
+ */
 export function windowLengthMs(w: SloWindow, nowMs: number): number {
   if (w.kind === 'rolling') return w.days * DAY_MS
   const d = new Date(nowMs)
@@ -72,14 +76,22 @@ export function windowLengthMs(w: SloWindow, nowMs: number): number {
   )
 }
 
-/** Start of the window that ends at `endMs`. */
+/**
+ * Start of the window that ends at `endMs`.
+ *
+ * @example windowStartMs({ kind: 'calendar-month' }, Date.UTC(2026, 1, 10)) // Date.UTC(2026, 1, 1)
+ */
 export function windowStartMs(w: SloWindow, endMs: number): number {
   if (w.kind === 'rolling') return endMs - w.days * DAY_MS
   const d = new Date(endMs - 1)
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
 }
 
-/** Text form of a window, as the API shows it (`30d`, `calendar-month`). */
+/**
+ * Text form of a window, as the API shows it.
+ *
+ * @example windowText({ kind: 'rolling', days: 30 }) // '30d'
+ */
 export const windowText = (w: SloWindow): string => (w.kind === 'rolling' ? `${w.days}d` : 'calendar-month')
 
 /** Plain JSON form of a tailguard SLO (one entry of a YAML file's `slos:` list, or an API body). */

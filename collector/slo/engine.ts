@@ -490,6 +490,23 @@ export function createSloEngine(opts: SloEngineOptions) {
       await persistence.saveSilence(s)
       return s
     },
+    /** Changes a silence's matchers, times or comment; undefined when no silence has this id. */
+    async updateSilence(
+      id: string,
+      change: { matchers?: SilenceMatchers; startsAtMs?: number; endsAtMs?: number; comment?: string },
+    ): Promise<Silence | undefined> {
+      const s = (await persistence.listSilences()).find((x) => x.id === id)
+      if (!s) return undefined
+      const next: Silence = {
+        ...s,
+        matchers: change.matchers ?? s.matchers,
+        startsAtMs: change.startsAtMs ?? s.startsAtMs,
+        endsAtMs: change.endsAtMs ?? s.endsAtMs,
+        comment: change.comment ?? s.comment,
+      }
+      await persistence.saveSilence(next)
+      return next
+    },
     /** Expires a silence now (it stays listed, as in Alertmanager). */
     async expireSilence(id: string): Promise<Silence | undefined> {
       const s = (await persistence.listSilences()).find((x) => x.id === id)

@@ -27,7 +27,11 @@ export const SLO_FILE_VERSION = 1
 
 type Path = readonly (string | number)[]
 
-/** Formats a path as `slos[1].selector.service`. */
+/**
+ * Formats a field path for problems.
+ *
+ * @example fieldText(['slos', 1, 'selector', 'service']) // 'slos[1].selector.service'
+ */
 export const fieldText = (path: Path): string =>
   path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '') ||
   '(document)'

@@ -40,7 +40,11 @@ export const DEFAULT_SETTLE_MS = 2 * MINUTE_MS
 
 const floorTo = (t: number, step: number) => Math.floor(t / step) * step
 
-/** Reads good/total per bucket of one step for one SLI. */
+/**
+ * Reads good/total per bucket of one step for one SLI (latency: events at or under the threshold).
+ *
+ * @example await readBuckets(store, { service: 'chat' }, slo.sli, fromMs, toMs, 60_000) // [{ tMs, good, total }, …]
+ */
 export async function readBuckets(
   source: SloDataSource,
   selector: SloSelector,

@@ -131,7 +131,11 @@ export function slackPayload(n: AlertNotification) {
   }
 }
 
-/** The body a receiver gets for a notification. */
+/**
+ * The body a receiver gets for a notification, in the receiver's format.
+ *
+ * @example formatFor({ name: 'ops', url }, notification, 'http://tailguard:8080') // Alertmanager v4 JSON
+ */
 export function formatFor(r: WebhookReceiver, n: AlertNotification, externalUrl: string): string {
   return JSON.stringify(r.format === 'slack' ? slackPayload(n) : alertmanagerPayload(n, r.name, externalUrl))
 }

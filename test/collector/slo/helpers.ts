@@ -168,6 +168,9 @@ export async function openDb(dialect: 'sqlite' | 'postgres'): Promise<TestDb> {
   }
 }
 
+// The collector's Store satisfies the SLO engine's narrow data source (checked by the compiler).
+export const storeIsASource = (s: Store): SloDataSource => s
+
 /**
  * A `Store` for `buildCollector` in route tests: the SLO reads come from `source`; everything else is
  * empty (the real store is on another branch).

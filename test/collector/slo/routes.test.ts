@@ -219,6 +219,19 @@ describe('SLO API', () => {
     expect(after.json().alerts.map((a: { tier: string }) => a.tier)).toContain('page-1h')
     const listed = await app.inject({ method: 'GET', url: '/api/v1/silences', headers: READ })
     expect(listed.json().silences[0].state).toBe('expired')
+    // Extending it silences the alert again.
+    const extended = await app.inject({
+      method: 'PUT',
+      url: `/api/v1/silences/${silence.id}`,
+      headers: ADMIN,
+      payload: { endsAt: new Date(S + 2 * HOUR).toISOString(), comment: 'deploy, longer' },
+    })
+    expect(extended.statusCode).toBe(200)
+    expect(extended.json()).toMatchObject({ state: 'active', comment: 'deploy, longer' })
+    now.ms = S + 32 * MIN
+    await engine.evaluate(now.ms)
+    const again = await app.inject({ method: 'GET', url: '/api/v1/alerts?state=silenced', headers: READ })
+    expect(again.json().alerts.map((a: { tier: string }) => a.tier)).toContain('page-1h')
     const expired = await app.inject({
       method: 'DELETE',
       url: `/api/v1/silences/${silence.id}`,
