@@ -111,6 +111,7 @@ describe('multiwindow burn-rate alerts (99.9%, 30 d)', () => {
     // plus at most one evaluation interval.
     const detectMs = ((14.4 - 0.5) / (15 - 0.5)) * HOUR
     expect(ref.firedAt! - STEP_AT).toBeLessThanOrEqual(detectMs + MIN)
+    expect(ref.firedAt! - STEP_AT).toBeGreaterThan(detectMs - MIN)
     // Reset: once errors stop, the short window clears within its length plus one evaluation interval.
     expect(ref.resolvedAt! - stopAt).toBeLessThanOrEqual(5 * MIN + MIN)
     expect(firstAt(transitions, 'page-6h', 'firing')).toBeNull()
