@@ -49,6 +49,26 @@ export class ConfigInvalid extends TailguardError {
   readonly code = 'TG_ERR_CONFIG_INVALID'
   readonly statusCode = 400
 }
+/** No SLO has this name. */
+export class SloNotFound extends TailguardError {
+  readonly code = 'TG_ERR_SLO_NOT_FOUND'
+  readonly statusCode = 404
+}
+/** An SLO definition sent to the API is invalid; the message names every field at fault. */
+export class SloInvalid extends TailguardError {
+  readonly code = 'TG_ERR_SLO_INVALID'
+  readonly statusCode = 400
+}
+/** The SLO exists already, or is defined in a file and cannot be changed through the API. */
+export class SloConflict extends TailguardError {
+  readonly code = 'TG_ERR_SLO_CONFLICT'
+  readonly statusCode = 409
+}
+/** No silence has this id. */
+export class SilenceNotFound extends TailguardError {
+  readonly code = 'TG_ERR_SILENCE_NOT_FOUND'
+  readonly statusCode = 404
+}
 
 /** Every error class, for the README check. */
 export const ERROR_CLASSES = [
@@ -60,4 +80,8 @@ export const ERROR_CLASSES = [
   UnsupportedMediaType,
   StoreUnavailable,
   ConfigInvalid,
+  SloNotFound,
+  SloInvalid,
+  SloConflict,
+  SilenceNotFound,
 ] as const
