@@ -1,7 +1,11 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { buildCollector } from './app.js'
 import type { TailguardConfig } from './config/index.js'
-import { createStore } from './store/index.js'
+import { createStore, storeDatabase } from './store/index.js'
+import { createSloEngine, formatProblems } from './slo/index.js'
+import type { SloEngine, SloTables } from './slo/index.js'
+import type { Kysely } from 'kysely'
+import { createSloRoutes } from './routes/slos.js'
 import type { Store } from './store/types.js'
 import { CliError } from './cli/command.js'
 import { dashboardDistDir } from './paths.js'
@@ -11,6 +15,7 @@ export interface RunningCollector {
   readonly store: Store
   /** Base URL the collector listens on, e.g. `http://127.0.0.1:7070`. */
   readonly url: string
+  readonly slos: SloEngine
   stop(): Promise<void>
 }
 
@@ -44,6 +49,25 @@ export async function runCollector(
     await store.close()
     throw new CliError(`migration ${migrated.migration} failed: ${migrated.error}`)
   }
+  const clock = extra.clock ?? Date.now
+  const slos = createSloEngine({
+    source: store,
+    // kysely's types are invariant in the table map; the SLO tables are a subset of DB (schema.ts).
+    db: storeDatabase(store) as unknown as Kysely<SloTables>,
+    clock,
+    logger,
+    evaluationIntervalMs: c.sloEvaluationMs,
+    webhooks: c.webhooks,
+    ...(c.externalUrl ? { externalUrl: c.externalUrl } : {}),
+  })
+  if (c.slos) {
+    const loaded = await slos.useFiles(c.slos)
+    if (!loaded.ok) {
+      await store.close()
+      throw new CliError(`invalid SLO definitions:\n${formatProblems(loaded.problems)}`)
+    }
+    logger.info(`loaded ${loaded.slos.length} SLO(s) from ${c.slos}`)
+  }
   const app = await buildCollector(
     {
       tokens: [...c.apiTokens, ...c.agentTokens.map((t) => ({ ...t, scope: 'agent' as const }))],
@@ -52,18 +76,13 @@ export async function runCollector(
       dashboardDir: dashboardDistDir(),
       metricsPublic: c.metricsPublic,
     },
-    {
-      store,
-      logger,
-      ...(extra.clock ? { clock: extra.clock } : {}),
-      ...(extra.plugins ? { plugins: extra.plugins } : {}),
-    },
+    { store, logger, clock, plugins: [createSloRoutes(slos), ...(extra.plugins ?? [])] },
   )
   await app.listen({ host: c.host, port: c.port })
   const addr = app.server.address()
   const port = addr && typeof addr === 'object' ? addr.port : c.port
   const host = c.host.includes(':') ? `[${c.host}]` : c.host
-  const clock = extra.clock ?? Date.now
+  slos.start()
   let compacting: Promise<unknown> | null = null
   const compactTimer = setInterval(() => {
     if (compacting) return
@@ -79,8 +98,10 @@ export async function runCollector(
     app,
     store,
     url: `http://${host}:${port}`,
+    slos,
     async stop() {
       clearInterval(compactTimer)
+      await slos.stop()
       await app.close()
       if (compacting) await compacting
       await store.close()

@@ -26,6 +26,25 @@ export const CollectorSection = Type.Object(
     metricsPublic: Type.Boolean(),
     /** A file or folder of SLO definitions (tailguard YAML or OpenSLO), reloaded on change. */
     slos: Type.Union([Type.String(), Type.Null()]),
+    /** How often SLOs are evaluated. */
+    sloEvaluationMs: Type.Integer({ minimum: 1000 }),
+    /** Alert notification receivers (signed with HMAC-SHA256 when a secret is set). */
+    webhooks: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1 }),
+          url: Type.String({ pattern: '^https?://' }),
+          secret: Type.Optional(Type.String({ minLength: 16 })),
+          format: Type.Optional(Type.Union([Type.Literal('alertmanager'), Type.Literal('slack')])),
+          severities: Type.Optional(Type.Array(Type.Union([Type.Literal('page'), Type.Literal('ticket')]))),
+          timeoutMs: Type.Optional(Type.Integer({ minimum: 100 })),
+          maxAgeMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    /** The collector's public URL, used in alert links; default: the address it listens on. */
+    externalUrl: Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()]),
   },
   { additionalProperties: false },
 )
@@ -122,6 +141,9 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     compactEveryMs: 60_000,
     metricsPublic: false,
     slos: null,
+    sloEvaluationMs: 60_000,
+    webhooks: [],
+    externalUrl: null,
   },
   agent: {
     id: '',

@@ -3,7 +3,7 @@ import pg from 'pg'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import { ConfigInvalid, StoreUnavailable } from '../errors.js'
 import { DEFAULT_ROLLUPS, resolveRollups } from './levels.js'
-import { createSqlStore } from './sql-store.js'
+import { createSqlStore, storeInternals } from './sql-store.js'
 import type { DB } from './schema.js'
 import type { RollupLevel, Store } from './types.js'
 
@@ -114,4 +114,14 @@ function openSqlite(url: string): Database.Database {
 
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
+}
+
+/**
+ * The kysely handle behind a store made by {@link createStore}, for components that keep their own tables
+ * in the same database through the same migrations (the SLO engine). `undefined` for any other Store.
+ *
+ * @example const db = storeDatabase(store) // Kysely<DB>
+ */
+export function storeDatabase(store: Store): Kysely<DB> | undefined {
+  return storeInternals(store)?.db
 }

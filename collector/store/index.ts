@@ -11,3 +11,5 @@ export type {
   IngestOutcome,
   RollupLevel,
 } from './types.js'
+export { storeDatabase } from './create-store.js'
+export type { DB } from './schema.js'

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely'
+import type { SloTables } from '../slo/tables.js'
 
 /**
  * The collector's database, as kysely sees it: the only `DB` interface (STYLE.md section 9). The tables are
@@ -12,7 +13,8 @@ import type { Generated } from 'kysely'
  * const rows = await db.selectFrom('tg_series').selectAll().execute()
  * ```
  */
-export interface DB {
+/** Every table: the store's own and the SLO engine's (collector/slo/tables.ts). */
+export interface DB extends SloTables {
   tg_series: SeriesTable
   tg_report: ReportTable
   tg_hist: HistTable

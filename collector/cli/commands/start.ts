@@ -6,6 +6,15 @@ import { loadConfig, makeLogger, portArg, untilSignal, withCommonOptions } from 
 import { runCollector } from '../../run.js'
 import { runAgent } from '../../../agent/index.js'
 import type { TailguardConfig } from '../../config/index.js'
+import { DEMO_SLOS_YAML, createDemoFleet, startDemoReplay } from '../../../agent/index.js'
+import type { DemoArrival } from '../../../agent/index.js'
+import {
+  AZURE_TRACE_ATTRIBUTION,
+  DEFAULT_TRACE_FILE,
+  findSharedTrace,
+  parseAzureTrace,
+} from '../../../controller/index.js'
+import { CliError } from '../command.js'
 
 interface StartFlags {
   config?: string
@@ -17,6 +26,7 @@ interface StartFlags {
   demo: boolean
   demoSpeed?: string
   demoTrace?: string
+  slos?: string
 }
 
 interface LocalTokens {
@@ -52,6 +62,10 @@ export const registerStart: RegisterCommand = (program, io) => {
       .option('--host <host>', 'address for the collector and dashboard (default 127.0.0.1)')
       .option('--port <n>', 'collector and dashboard port (default 7070)', portArg('--port'))
       .option('--otlp-port <n>', 'local agent OTLP/HTTP port (default 4318)', portArg('--otlp-port'))
+      .option(
+        '--slos <path>',
+        'SLO definitions: a file or a folder (tailguard YAML or OpenSLO), reloaded on change',
+      )
       .option('--no-demo', 'do not run the demo fleet')
       .option(
         '--demo-speed <x>',
@@ -77,12 +91,18 @@ export const registerStart: RegisterCommand = (program, io) => {
         collector: {
           ...(flags.host !== undefined ? { host: flags.host } : {}),
           ...(flags.port !== undefined ? { port: flags.port } : {}),
+          ...(flags.slos !== undefined ? { slos: flags.slos } : {}),
         },
         agent: { otlp: { ...(flags.otlpPort !== undefined ? { port: flags.otlpPort } : {}) } },
       })
       const dataDir = resolve(base.start.dataDir)
       mkdirSync(dataDir, { recursive: true })
       const tokens = ensureTokens(dataDir)
+      let slos = base.collector.slos
+      if (slos === null && base.start.demo) {
+        slos = join(dataDir, 'demo-slos.yaml')
+        if (!existsSync(slos)) writeFileSync(slos, DEMO_SLOS_YAML)
+      }
       const db =
         base.collector.db.includes('://') || isAbsolute(base.collector.db)
           ? base.collector.db
@@ -92,6 +112,7 @@ export const registerStart: RegisterCommand = (program, io) => {
         collector: {
           ...base.collector,
           db,
+          slos,
           apiTokens: [
             ...base.collector.apiTokens,
             { token: tokens.admin, scope: 'admin', name: 'start:admin' },
@@ -111,13 +132,58 @@ export const registerStart: RegisterCommand = (program, io) => {
         },
         log,
       )
+      let demo: { stop(): void } | null = null
+      if (cfg.start.demo) {
+        const { arrivals, source } = loadDemoArrivals(cfg.start.demoTrace)
+        demo = startDemoReplay({
+          arrivals,
+          speed: cfg.start.demoSpeed,
+          emit: (sample) => agent.recorder.recordRequest(sample),
+        })
+        io.out(
+          `demo fleet: services demo-chat and demo-vision, replaying ${source} at ${cfg.start.demoSpeed}x (--no-demo turns it off)`,
+        )
+      }
       io.out(`tailguard is running (store: ${db})`)
       io.out(`  dashboard:  ${collector.url}/#token=${tokens.read}`)
       io.out(`  API:        ${collector.url}/api/v1  (tokens in ${join(dataDir, 'tokens.json')})`)
       io.out(`  OTLP/HTTP:  http://${agent.address?.host}:${agent.address?.port}/v1/traces`)
       await untilSignal(async () => {
+        demo?.stop()
         await agent.stop()
         await collector.stop()
       }, log)
     })
+}
+
+/**
+ * The demo's LLM arrivals: the given trace, else the Azure conversation trace in ../shared/traces, else a
+ * synthetic Poisson stream (with a note saying so).
+ */
+function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; source: string } {
+  const path = tracePath ?? findSharedTrace(DEFAULT_TRACE_FILE)
+  if (!path) {
+    const arrivals = createDemoFleet({ seed: 7, node: 'demo' }).syntheticArrivals(5, 3_600_000)
+    return { arrivals, source: 'synthetic Poisson arrivals (5/s; no trace file found)' }
+  }
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new CliError(
+      `--demo-trace ${path}: cannot read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    )
+  }
+  const parsed = parseAzureTrace(text)
+  if (!parsed.ok) throw new CliError(`${path}:${parsed.error.line}: ${parsed.error.message}`)
+  const t = parsed.trace
+  const arrivals: DemoArrival[] = []
+  for (let i = 0; i < t.arrivalMs.length; i++)
+    arrivals.push({
+      offsetMs: t.arrivalMs[i]!,
+      contextTokens: t.inputTokens[i]!,
+      generatedTokens: t.outputTokens[i]!,
+    })
+  const attribution = path.endsWith(DEFAULT_TRACE_FILE) ? ` — ${AZURE_TRACE_ATTRIBUTION}` : ''
+  return { arrivals, source: `${path} (${arrivals.length} requests)${attribution}` }
 }
