@@ -81,17 +81,15 @@ export function dcgmLabels(
   d: Pick<GpuDeviceReading, 'uuid' | 'index' | 'name' | 'pciBusId' | 'mig' | 'k8s'>,
   hostname: string,
 ): Partial<Record<(typeof DCGM_LABELS)[number], string>> {
-  const l: Partial<Record<(typeof DCGM_LABELS)[number], string>> = {
-    gpu: String(d.index),
-    UUID: d.uuid,
-    device: `nvidia${d.index}`,
-    modelName: d.name ?? '',
-    Hostname: hostname,
-  }
+  // Built in DCGM exporter's label order: gpu, UUID, pci_bus_id, device, modelName, Hostname, GPU_I_PROFILE, GPU_I_ID.
+  const l: Partial<Record<(typeof DCGM_LABELS)[number], string>> = { gpu: String(d.index), UUID: d.uuid }
   if (d.pciBusId !== undefined) l.pci_bus_id = d.pciBusId
+  l.device = `nvidia${d.index}`
+  l.modelName = d.name ?? ''
+  l.Hostname = hostname
   if (d.mig !== undefined) {
-    l.GPU_I_ID = String(d.mig.gpuInstanceId)
     if (d.mig.profile !== undefined) l.GPU_I_PROFILE = d.mig.profile
+    l.GPU_I_ID = String(d.mig.gpuInstanceId)
   }
   if (d.k8s?.namespace !== undefined) l.namespace = d.k8s.namespace
   if (d.k8s?.pod !== undefined) l.pod = d.k8s.pod

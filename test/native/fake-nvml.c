@@ -69,6 +69,7 @@ typedef struct {
   ProcUtil putil[MAX_ITEMS];
   int nPutil;
   long lostAfter;
+  int isLost;
   struct nvmlDevice_st handle;
   struct nvmlDevice_st migHandles[MAX_ITEMS];
 } Dev;
@@ -170,7 +171,8 @@ static int unsupported(Dev *d, const char *field) {
   return strstr(d->notSupported, needle) != NULL;
 }
 
-static int lost(Dev *d) { return d->lostAfter >= 0 && (long)d->calls[C_UTIL] >= d->lostAfter; }
+// The device falls off the bus at the start of its (lostAfter+1)-th utilization call, and stays lost.
+static int lost(Dev *d) { return d->isLost; }
 
 // Common checks for a device call: initialized, a known handle, not lost, the field supported.
 static nvmlReturn_t check(nvmlDevice_t h, const char *field, Dev **out) {
@@ -318,6 +320,10 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t h, unsigned int *id) { 
 
 static nvmlReturn_t doUtil(nvmlDevice_t h, nvmlUtilization_t *u) {
   Dev *d;
+  if (initCount > 0 && h != NULL && h->index >= 0 && h->index < nDev) {
+    Dev *t = &devs[h->index];
+    if (t->lostAfter >= 0 && (long)t->calls[C_UTIL] >= t->lostAfter) t->isLost = 1;
+  }
   nvmlReturn_t r = check(h, "util", &d);
   if (r != NVML_SUCCESS) return r;
   if (h->isMig) return NVML_ERROR_NOT_SUPPORTED; // as on real MIG devices
