@@ -132,13 +132,12 @@ export function createPidResolver(options: PidResolverOptions): PidResolver {
     for (const t of targets)
       if (t.podUid !== undefined && info.podUid !== undefined && t.podUid.toLowerCase() === info.podUid)
         return { replica: t.ref, ...withIds(info) }
-    for (const t of targets)
-      if (
-        t.containerId !== undefined &&
-        info.containerId !== undefined &&
-        info.containerId.startsWith(t.containerId.toLowerCase().replace(/^[a-z-]+:\/\//, ''))
-      )
+    for (const t of targets) {
+      // `containerd://<id>` as Kubernetes reports it, or a bare id; at least 12 hex digits, as `docker ps` shows
+      const id = t.containerId?.toLowerCase().replace(/^[a-z-]+:\/\//, '')
+      if (id !== undefined && id.length >= 12 && info.containerId?.startsWith(id) === true)
         return { replica: t.ref, ...withIds(info) }
+    }
     return withIds(info)
   }
 }
