@@ -135,7 +135,7 @@ describe('DCGM exporter scrape', () => {
     const url = ex.url
     await ex.close()
     const source = createDcgmSource({ url, every: 30 })
-    source.start(sink)
+    await source.start(sink)
     cleanups.push(() => source.stop())
     await expect
       .poll(() => source.status().state === 'unavailable' && source.status())
@@ -145,7 +145,7 @@ describe('DCGM exporter scrape', () => {
     const empty = await exporter(() => '# nothing here\nprocess_cpu_seconds_total 1\n')
     cleanups.push(empty.close)
     const s2 = createDcgmSource({ url: empty.url, every: 30 })
-    s2.start(sink)
+    await s2.start(sink)
     cleanups.push(() => s2.stop())
     await expect
       .poll(() => s2.status())
