@@ -6,8 +6,15 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-export const HERE = dirname(fileURLToPath(import.meta.url))
-export const REPO_ROOT = join(HERE, '..', '..')
+/** The repository root: the first folder above this file that holds binding.gyp (works from dist/ too). */
+function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'binding.gyp')) && dirname(dir) !== dir) dir = dirname(dir)
+  return dir
+}
+export const REPO_ROOT = repoRoot()
+/** test/native in the sources (not in dist/): the C file, scenarios and child script live there. */
+export const HERE = join(REPO_ROOT, 'test', 'native')
 export const ADDON_PATH = join(REPO_ROOT, 'build', 'Release', 'tailguard_nvml.node')
 
 export interface FakeMigDevice {
