@@ -154,40 +154,92 @@ Napi::Error plainError(Napi::Env env, const char *code, const std::string &messa
   return e;
 }
 
-void requireInit(Napi::Env env) {
-  if (!initialized) throw plainError(env, "TG_NVML_NOT_INITIALIZED", "NVML is not initialized: call init() first");
+// A failure raised by the napi-free core below, turned into a JS error on the main thread: either an NVML return
+// code from function `fn`, or one of the addon's own codes (`tgCode`) with a message.
+struct Failure {
+  std::string fn;
+  nvmlReturn_t code = NVML_SUCCESS;
+  std::string tgCode;
+  std::string message;
+};
+
+Failure nvmlFailure(const char *fn, nvmlReturn_t r) { return Failure{fn, r, std::string(), std::string()}; }
+Failure tgFailure(const char *code, const std::string &message) {
+  return Failure{std::string(), NVML_SUCCESS, code, message};
 }
 
-nvmlDevice_t device(const Napi::CallbackInfo &info) {
-  requireInit(info.Env());
-  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "device index expected");
-  int64_t i = info[0].As<Napi::Number>().Int64Value();
-  if (i < 0 || static_cast<size_t>(i) >= handles.size())
-    throw plainError(info.Env(), "TG_NVML_BAD_INDEX", "no GPU at index " + std::to_string(i));
-  return handles[static_cast<size_t>(i)];
+Napi::Error toJsError(Napi::Env env, const Failure &f) {
+  if (!f.tgCode.empty()) return plainError(env, f.tgCode.c_str(), f.message);
+  return nvmlError(env, f.fn.c_str(), f.code);
 }
 
-// A per-field call's outcome: success sets the field, NOT_SUPPORTED leaves it out, GPU_IS_LOST throws (the whole
-// device is gone), anything else goes into `fieldErrors` so the other fields still arrive.
+// A JS object under construction, built off the main thread and converted there: numbers, booleans and strings in
+// insertion order, plus the `unsupported` list, `fieldErrors` and MIG devices.
+struct Record {
+  struct Field {
+    std::string key;
+    int kind; // 0 number, 1 boolean, 2 string
+    double num;
+    std::string str;
+  };
+  std::vector<Field> fields;
+  std::vector<std::string> unsupported;
+  std::vector<std::pair<std::string, std::string>> fieldErrors;
+  std::vector<Record> migDevices;
+  bool hasMigDevices = false;
+  bool withUnsupported = false;
+
+  void num(const char *k, double v) { fields.push_back(Field{k, 0, v, std::string()}); }
+  void boolean(const char *k, bool v) { fields.push_back(Field{k, 1, v ? 1.0 : 0.0, std::string()}); }
+  void str(const char *k, const std::string &v) { fields.push_back(Field{k, 2, 0, v}); }
+
+  Napi::Object toJs(Napi::Env env) const {
+    Napi::Object o = Napi::Object::New(env);
+    for (const Field &f : fields) {
+      if (f.kind == 0) o.Set(f.key, Napi::Number::New(env, f.num));
+      else if (f.kind == 1) o.Set(f.key, Napi::Boolean::New(env, f.num != 0));
+      else o.Set(f.key, Napi::String::New(env, f.str));
+    }
+    if (hasMigDevices) {
+      Napi::Array arr = Napi::Array::New(env, migDevices.size());
+      for (size_t i = 0; i < migDevices.size(); i++) arr.Set(static_cast<uint32_t>(i), migDevices[i].toJs(env));
+      o.Set("migDevices", arr);
+    }
+    if (withUnsupported) {
+      Napi::Array arr = Napi::Array::New(env, unsupported.size());
+      for (size_t i = 0; i < unsupported.size(); i++) arr.Set(static_cast<uint32_t>(i), unsupported[i]);
+      o.Set("unsupported", arr);
+    }
+    if (!fieldErrors.empty()) {
+      Napi::Object fe = Napi::Object::New(env);
+      for (const auto &e : fieldErrors) fe.Set(e.first, e.second);
+      o.Set("fieldErrors", fe);
+    }
+    return o;
+  }
+};
+
+Napi::Array toJsArray(Napi::Env env, const std::vector<Record> &records) {
+  Napi::Array arr = Napi::Array::New(env, records.size());
+  for (size_t i = 0; i < records.size(); i++) arr.Set(static_cast<uint32_t>(i), records[i].toJs(env));
+  return arr;
+}
+
+// A per-field call's outcome: success sets the field, NOT_SUPPORTED leaves it out, GPU_IS_LOST throws a Failure
+// (the whole device is gone), anything else goes into `fieldErrors` so the other fields still arrive.
 struct FieldContext {
-  Napi::Env env;
-  Napi::Object out;
-  Napi::Array unsupported;
-  Napi::Object fieldErrors;
-  uint32_t nUnsupported = 0;
-  bool anyFieldError = false;
-
-  void missing(const char *field) { unsupported.Set(nUnsupported++, Napi::String::New(env, field)); }
+  Record &out;
+  void missing(const char *field) { out.unsupported.push_back(field); }
   bool ok(const char *fn, const char *field, nvmlReturn_t r) {
     if (r == NVML_SUCCESS) return true;
     if (r == NVML_ERROR_NOT_SUPPORTED) return false;
-    if (r == NVML_ERROR_GPU_IS_LOST) throw nvmlError(env, fn, r);
-    fieldErrors.Set(field, Napi::String::New(env, std::string(codeName(r)) + ": " + errorText(r)));
-    anyFieldError = true;
+    if (r == NVML_ERROR_GPU_IS_LOST) throw nvmlFailure(fn, r);
+    out.fieldErrors.emplace_back(field, std::string(codeName(r)) + ": " + errorText(r));
     return false;
   }
-  void num(const char *key, double v) { out.Set(key, Napi::Number::New(env, v)); }
 };
+
+std::atomic<bool> memoryV2Broken{false};
 
 // ---- load / init / shutdown ----
 
@@ -253,39 +305,84 @@ std::string charCall(FnCharBuf f, unsigned int size) {
   return std::string(buf.data());
 }
 
-Napi::Value Init(const Napi::CallbackInfo &info) {
-  Napi::Env env = info.Env();
-  if (api.lib == nullptr) throw plainError(env, "TG_NVML_NOT_LOADED", "NVML library not loaded: call load() first");
+// nvmlInit_v2 and the device handles; may take a long time on a real driver (no persistence mode), so the JS side
+// calls it through InitAsync on the libuv thread pool.
+Record doInit() {
+  if (api.lib == nullptr) throw tgFailure("TG_NVML_NOT_LOADED", "NVML library not loaded: call load() first");
   std::lock_guard<std::mutex> lock(apiMutex);
   if (!initialized) {
     nvmlReturn_t r = api.init();
-    if (r != NVML_SUCCESS) throw nvmlError(env, "nvmlInit_v2", r);
+    if (r != NVML_SUCCESS) throw nvmlFailure("nvmlInit_v2", r);
     unsigned int count = 0;
     r = api.deviceCount(&count);
     if (r != NVML_SUCCESS) {
       api.shutdown();
-      throw nvmlError(env, "nvmlDeviceGetCount_v2", r);
+      throw nvmlFailure("nvmlDeviceGetCount_v2", r);
     }
-    handles.assign(count, nullptr);
+    std::vector<nvmlDevice_t> found(count, nullptr);
     for (unsigned int i = 0; i < count; i++) {
-      r = api.handleByIndex(i, &handles[i]);
+      r = api.handleByIndex(i, &found[i]);
       if (r != NVML_SUCCESS && r != NVML_ERROR_GPU_IS_LOST && r != NVML_ERROR_NO_PERMISSION) {
         api.shutdown();
-        handles.clear();
-        throw nvmlError(env, "nvmlDeviceGetHandleByIndex_v2", r);
+        throw nvmlFailure("nvmlDeviceGetHandleByIndex_v2", r);
       }
     }
+    handles = found;
     initialized = true;
   }
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("library", Napi::String::New(env, api.path));
-  out.Set("driverVersion", Napi::String::New(env, charCall(api.driverVersion, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE)));
-  out.Set("nvmlVersion", Napi::String::New(env, charCall(api.nvmlVersion, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE)));
-  out.Set("deviceCount", Napi::Number::New(env, static_cast<double>(handles.size())));
+  Record out;
+  out.str("library", api.path);
+  out.str("driverVersion", charCall(api.driverVersion, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE));
+  out.str("nvmlVersion", charCall(api.nvmlVersion, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE));
+  out.num("deviceCount", static_cast<double>(handles.size()));
   return out;
 }
 
+struct EventWatcher;
+extern EventWatcher *watcher;
+
+Napi::Value Init(const Napi::CallbackInfo &info) {
+  try {
+    return doInit().toJs(info.Env());
+  } catch (const Failure &f) {
+    throw toJsError(info.Env(), f);
+  }
+}
+
+class InitWorker : public Napi::AsyncWorker {
+ public:
+  explicit InitWorker(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override {
+    try {
+      result_ = doInit();
+    } catch (const Failure &f) {
+      failure_ = f;
+      failed_ = true;
+    }
+  }
+  void OnOK() override {
+    if (failed_) deferred_.Reject(toJsError(Env(), failure_).Value());
+    else deferred_.Resolve(result_.toJs(Env()));
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Record result_;
+  Failure failure_;
+  bool failed_ = false;
+};
+
+Napi::Value InitAsync(const Napi::CallbackInfo &info) {
+  auto *w = new InitWorker(info.Env());
+  Napi::Promise p = w->Promise();
+  w->Queue();
+  return p;
+}
+
 Napi::Value Shutdown(const Napi::CallbackInfo &info) {
+  if (watcher != nullptr)
+    throw plainError(info.Env(), "TG_NVML_EVENTS_RUNNING", "stop events (await stopEvents()) before shutdown()");
   std::lock_guard<std::mutex> lock(apiMutex);
   if (initialized) {
     initialized = false;
@@ -297,11 +394,24 @@ Napi::Value Shutdown(const Napi::CallbackInfo &info) {
 }
 
 Napi::Value DeviceCount(const Napi::CallbackInfo &info) {
-  requireInit(info.Env());
+  if (!initialized)
+    throw plainError(info.Env(), "TG_NVML_NOT_INITIALIZED", "NVML is not initialized: call init() first");
   return Napi::Number::New(info.Env(), static_cast<double>(handles.size()));
 }
 
-// ---- device identity ----
+nvmlDevice_t handleAt(int64_t i) {
+  if (!initialized) throw tgFailure("TG_NVML_NOT_INITIALIZED", "NVML is not initialized: call init() first");
+  if (i < 0 || static_cast<size_t>(i) >= handles.size())
+    throw tgFailure("TG_NVML_BAD_INDEX", "no GPU at index " + std::to_string(i));
+  return handles[static_cast<size_t>(i)];
+}
+
+int64_t indexArg(const Napi::CallbackInfo &info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "device index expected");
+  return info[0].As<Napi::Number>().Int64Value();
+}
+
+// ---- device identity and counters (no napi: these run on the main thread or the thread pool) ----
 
 std::string devString(FnDevCharBuf f, nvmlDevice_t d, unsigned int size, nvmlReturn_t *r) {
   std::vector<char> buf(size, 0);
@@ -309,250 +419,373 @@ std::string devString(FnDevCharBuf f, nvmlDevice_t d, unsigned int size, nvmlRet
   return *r == NVML_SUCCESS ? std::string(buf.data()) : std::string();
 }
 
-Napi::Array migDevices(FieldContext &fc, nvmlDevice_t d, bool withMemory) {
-  Napi::Env env = fc.env;
-  Napi::Array arr = Napi::Array::New(env);
+void collectMigDevices(FieldContext &fc, nvmlDevice_t d, bool withCounters) {
+  fc.out.hasMigDevices = true;
   unsigned int max = 0;
-  if (!fc.ok("nvmlDeviceGetMaxMigDeviceCount", "mig", api.maxMigDeviceCount(d, &max))) return arr;
-  uint32_t n = 0;
+  if (!fc.ok("nvmlDeviceGetMaxMigDeviceCount", "mig", api.maxMigDeviceCount(d, &max))) return;
   for (unsigned int slot = 0; slot < max; slot++) {
     nvmlDevice_t m = nullptr;
     nvmlReturn_t r = api.migDeviceByIndex(d, slot, &m);
     if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT) continue;
     if (!fc.ok("nvmlDeviceGetMigDeviceHandleByIndex", "mig", r)) continue;
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("slot", Napi::Number::New(env, slot));
+    Record o;
+    o.num("slot", slot);
     if (api.uuid != nullptr) {
       std::string u = devString(api.uuid, m, NVML_DEVICE_UUID_V2_BUFFER_SIZE, &r);
-      if (fc.ok("nvmlDeviceGetUUID", "mig", r)) o.Set("uuid", Napi::String::New(env, u));
+      if (fc.ok("nvmlDeviceGetUUID", "mig", r)) o.str("uuid", u);
     }
     unsigned int id = 0;
     if (api.gpuInstanceId != nullptr && fc.ok("nvmlDeviceGetGpuInstanceId", "mig", api.gpuInstanceId(m, &id)))
-      o.Set("gpuInstanceId", Napi::Number::New(env, id));
+      o.num("gpuInstanceId", id);
     if (api.computeInstanceId != nullptr &&
         fc.ok("nvmlDeviceGetComputeInstanceId", "mig", api.computeInstanceId(m, &id)))
-      o.Set("computeInstanceId", Napi::Number::New(env, id));
-    if (withMemory && api.memory != nullptr) {
+      o.num("computeInstanceId", id);
+    if (withCounters && api.memory != nullptr) {
       nvmlMemory_t mem = {};
       if (fc.ok("nvmlDeviceGetMemoryInfo", "mig", api.memory(m, &mem))) {
-        o.Set("memTotalBytes", Napi::Number::New(env, static_cast<double>(mem.total)));
-        o.Set("memUsedBytes", Napi::Number::New(env, static_cast<double>(mem.used)));
-        o.Set("memFreeBytes", Napi::Number::New(env, static_cast<double>(mem.free)));
+        o.num("memTotalBytes", static_cast<double>(mem.total));
+        o.num("memUsedBytes", static_cast<double>(mem.used));
+        o.num("memFreeBytes", static_cast<double>(mem.free));
       }
     }
-    if (withMemory && api.utilization != nullptr) {
+    if (withCounters && api.utilization != nullptr) {
       nvmlUtilization_t u = {};
       if (fc.ok("nvmlDeviceGetUtilizationRates", "mig", api.utilization(m, &u))) {
-        o.Set("gpuUtilPct", Napi::Number::New(env, u.gpu));
-        o.Set("memUtilPct", Napi::Number::New(env, u.memory));
+        o.num("gpuUtilPct", u.gpu);
+        o.num("memUtilPct", u.memory);
       }
     }
-    arr.Set(n++, o);
+    fc.out.migDevices.push_back(o);
   }
-  return arr;
 }
 
-FieldContext newContext(Napi::Env env) {
-  FieldContext fc{env, Napi::Object::New(env), Napi::Array::New(env), Napi::Object::New(env)};
-  return fc;
-}
-
-void finish(FieldContext &fc) {
-  fc.out.Set("unsupported", fc.unsupported);
-  if (fc.anyFieldError) fc.out.Set("fieldErrors", fc.fieldErrors);
-}
-
-void migMode(FieldContext &fc, nvmlDevice_t d, bool withMemory) {
+void collectMigMode(FieldContext &fc, nvmlDevice_t d, bool withCounters) {
   if (api.migMode == nullptr || api.maxMigDeviceCount == nullptr || api.migDeviceByIndex == nullptr) {
     fc.missing("mig");
     return;
   }
   unsigned int current = 0, pending = 0;
   if (!fc.ok("nvmlDeviceGetMigMode", "mig", api.migMode(d, &current, &pending))) return;
-  fc.out.Set("migEnabled", Napi::Boolean::New(fc.env, current == NVML_DEVICE_MIG_ENABLE));
-  fc.out.Set("migPendingEnabled", Napi::Boolean::New(fc.env, pending == NVML_DEVICE_MIG_ENABLE));
-  if (current == NVML_DEVICE_MIG_ENABLE) fc.out.Set("migDevices", migDevices(fc, d, withMemory));
+  fc.out.boolean("migEnabled", current == NVML_DEVICE_MIG_ENABLE);
+  fc.out.boolean("migPendingEnabled", pending == NVML_DEVICE_MIG_ENABLE);
+  if (current == NVML_DEVICE_MIG_ENABLE) collectMigDevices(fc, d, withCounters);
 }
 
-Napi::Value DeviceInfo(const Napi::CallbackInfo &info) {
-  nvmlDevice_t d = device(info);
-  FieldContext fc = newContext(info.Env());
-  fc.num("index", info[0].As<Napi::Number>().DoubleValue());
+Record collectDeviceInfo(int64_t index) {
+  nvmlDevice_t d = handleAt(index);
+  Record out;
+  out.withUnsupported = true;
+  FieldContext fc{out};
+  out.num("index", static_cast<double>(index));
   nvmlReturn_t r;
   if (api.uuid == nullptr) fc.missing("uuid");
   else {
     std::string u = devString(api.uuid, d, NVML_DEVICE_UUID_V2_BUFFER_SIZE, &r);
-    if (fc.ok("nvmlDeviceGetUUID", "uuid", r)) fc.out.Set("uuid", Napi::String::New(fc.env, u));
+    if (fc.ok("nvmlDeviceGetUUID", "uuid", r)) out.str("uuid", u);
   }
   if (api.name == nullptr) fc.missing("name");
   else {
     std::string n = devString(api.name, d, NVML_DEVICE_NAME_V2_BUFFER_SIZE, &r);
-    if (fc.ok("nvmlDeviceGetName", "name", r)) fc.out.Set("name", Napi::String::New(fc.env, n));
+    if (fc.ok("nvmlDeviceGetName", "name", r)) out.str("name", n);
   }
   if (api.pciInfo == nullptr) fc.missing("pciBusId");
   else {
     nvmlPciInfo_t p = {};
     if (fc.ok("nvmlDeviceGetPciInfo_v3", "pciBusId", api.pciInfo(d, &p))) {
       p.busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE - 1] = 0;
-      fc.out.Set("pciBusId", Napi::String::New(fc.env, p.busId));
+      out.str("pciBusId", p.busId);
     }
   }
-  migMode(fc, d, false);
-  finish(fc);
-  return fc.out;
+  collectMigMode(fc, d, false);
+  return out;
 }
 
-// ---- one sample of every counter ----
-
-Napi::Value Sample(const Napi::CallbackInfo &info) {
-  nvmlDevice_t d = device(info);
-  FieldContext fc = newContext(info.Env());
+Record collectSample(int64_t index) {
+  nvmlDevice_t d = handleAt(index);
+  Record out;
+  out.withUnsupported = true;
+  FieldContext fc{out};
   if (api.utilization == nullptr) fc.missing("utilization");
   else {
     nvmlUtilization_t u = {};
     if (fc.ok("nvmlDeviceGetUtilizationRates", "utilization", api.utilization(d, &u))) {
-      fc.num("gpuUtilPct", u.gpu);
-      fc.num("memUtilPct", u.memory);
+      out.num("gpuUtilPct", u.gpu);
+      out.num("memUtilPct", u.memory);
     }
   }
-  if (api.memoryV2 != nullptr) {
+  bool memDone = false;
+  if (api.memoryV2 != nullptr && !memoryV2Broken.load()) {
     nvmlMemory_v2_t m = {};
     m.version = TG_NVML_MEMORY_V2;
     nvmlReturn_t r = api.memoryV2(d, &m);
     if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH || r == NVML_ERROR_FUNCTION_NOT_FOUND) {
-      api.memoryV2 = nullptr; // this driver's v2 differs: use v1 from now on
-    } else if (fc.ok("nvmlDeviceGetMemoryInfo_v2", "memory", r)) {
-      fc.num("memTotalBytes", static_cast<double>(m.total));
-      fc.num("memReservedBytes", static_cast<double>(m.reserved));
-      fc.num("memUsedBytes", static_cast<double>(m.used));
-      fc.num("memFreeBytes", static_cast<double>(m.free));
+      memoryV2Broken.store(true); // this driver's v2 differs: use v1 from now on
+    } else {
+      memDone = true;
+      if (fc.ok("nvmlDeviceGetMemoryInfo_v2", "memory", r)) {
+        out.num("memTotalBytes", static_cast<double>(m.total));
+        out.num("memReservedBytes", static_cast<double>(m.reserved));
+        out.num("memUsedBytes", static_cast<double>(m.used));
+        out.num("memFreeBytes", static_cast<double>(m.free));
+      }
     }
   }
-  if (api.memoryV2 == nullptr) {
+  if (!memDone) {
     if (api.memory == nullptr) fc.missing("memory");
     else {
       nvmlMemory_t m = {};
       if (fc.ok("nvmlDeviceGetMemoryInfo", "memory", api.memory(d, &m))) {
-        fc.num("memTotalBytes", static_cast<double>(m.total));
-        fc.num("memUsedBytes", static_cast<double>(m.used));
-        fc.num("memFreeBytes", static_cast<double>(m.free));
+        out.num("memTotalBytes", static_cast<double>(m.total));
+        out.num("memUsedBytes", static_cast<double>(m.used));
+        out.num("memFreeBytes", static_cast<double>(m.free));
       }
     }
   }
   unsigned int v = 0;
   unsigned long long ull = 0;
   if (api.power == nullptr) fc.missing("power");
-  else if (fc.ok("nvmlDeviceGetPowerUsage", "power", api.power(d, &v))) fc.num("powerMw", v);
+  else if (fc.ok("nvmlDeviceGetPowerUsage", "power", api.power(d, &v))) out.num("powerMw", v);
   if (api.energy == nullptr) fc.missing("energy");
   else if (fc.ok("nvmlDeviceGetTotalEnergyConsumption", "energy", api.energy(d, &ull)))
-    fc.num("energyMj", static_cast<double>(ull));
+    out.num("energyMj", static_cast<double>(ull));
   if (api.temperature == nullptr) fc.missing("temperature");
   else if (fc.ok("nvmlDeviceGetTemperature", "temperature", api.temperature(d, NVML_TEMPERATURE_GPU, &v)))
-    fc.num("temperatureC", v);
+    out.num("temperatureC", v);
   if (api.clock == nullptr) fc.missing("clocks");
   else {
-    if (fc.ok("nvmlDeviceGetClockInfo", "smClock", api.clock(d, NVML_CLOCK_SM, &v))) fc.num("smClockMhz", v);
-    if (fc.ok("nvmlDeviceGetClockInfo", "memClock", api.clock(d, NVML_CLOCK_MEM, &v))) fc.num("memClockMhz", v);
+    if (fc.ok("nvmlDeviceGetClockInfo", "smClock", api.clock(d, NVML_CLOCK_SM, &v))) out.num("smClockMhz", v);
+    if (fc.ok("nvmlDeviceGetClockInfo", "memClock", api.clock(d, NVML_CLOCK_MEM, &v))) out.num("memClockMhz", v);
   }
   if (api.clockEventReasons == nullptr) fc.missing("clockEventReasons");
   else if (fc.ok("nvmlDeviceGetCurrentClocksEventReasons", "clockEventReasons", api.clockEventReasons(d, &ull)))
-    fc.num("clockEventReasons", static_cast<double>(ull));
+    out.num("clockEventReasons", static_cast<double>(ull));
   if (api.ecc == nullptr) fc.missing("ecc");
   else {
     if (fc.ok("nvmlDeviceGetTotalEccErrors", "ecc",
               api.ecc(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ull)))
-      fc.num("eccCorrectedVolatile", static_cast<double>(ull));
+      out.num("eccCorrectedVolatile", static_cast<double>(ull));
     if (fc.ok("nvmlDeviceGetTotalEccErrors", "ecc",
               api.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ull)))
-      fc.num("eccUncorrectedVolatile", static_cast<double>(ull));
+      out.num("eccUncorrectedVolatile", static_cast<double>(ull));
   }
   if (api.pcie == nullptr) fc.missing("pcie");
   else {
-    if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_TX_BYTES, &v))) fc.num("pcieTxKBps", v);
-    if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_RX_BYTES, &v))) fc.num("pcieRxKBps", v);
+    if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_TX_BYTES, &v))) out.num("pcieTxKBps", v);
+    if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_RX_BYTES, &v))) out.num("pcieRxKBps", v);
   }
-  migMode(fc, d, true);
-  finish(fc);
-  return fc.out;
+  collectMigMode(fc, d, true);
+  return out;
 }
 
-// ---- processes ----
+Record processRecord(unsigned int pid, unsigned long long used, unsigned int gi, unsigned int ci) {
+  Record o;
+  o.num("pid", pid);
+  // NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot tell
+  if (used != ~0ULL) o.num("usedMemoryBytes", static_cast<double>(used));
+  if (gi != 0xFFFFFFFFu) o.num("gpuInstanceId", gi);
+  if (ci != 0xFFFFFFFFu) o.num("computeInstanceId", ci);
+  return o;
+}
 
-Napi::Value Processes(const Napi::CallbackInfo &info) {
-  nvmlDevice_t d = device(info);
-  Napi::Env env = info.Env();
-  Napi::Array arr = Napi::Array::New(env);
+std::vector<Record> collectProcesses(int64_t index) {
+  nvmlDevice_t d = handleAt(index);
+  std::vector<Record> out;
   if (api.procsV2 == nullptr && api.procsV1 == nullptr)
-    throw plainError(env, "TG_NVML_UNSUPPORTED", "nvmlDeviceGetComputeRunningProcesses is missing");
+    throw tgFailure("TG_NVML_UNSUPPORTED", "nvmlDeviceGetComputeRunningProcesses is missing");
   for (int attempt = 0; attempt < 4; attempt++) {
     unsigned int count = 0;
     nvmlReturn_t r = api.procsV2 != nullptr ? api.procsV2(d, &count, nullptr) : api.procsV1(d, &count, nullptr);
-    if (r == NVML_SUCCESS) return arr;
-    if (r != NVML_ERROR_INSUFFICIENT_SIZE) throw nvmlError(env, "nvmlDeviceGetComputeRunningProcesses", r);
+    if (r == NVML_SUCCESS) return out;
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) throw nvmlFailure("nvmlDeviceGetComputeRunningProcesses", r);
     count += 8;
     if (api.procsV2 != nullptr) {
       std::vector<nvmlProcessInfo_v2_t> infos(count);
       r = api.procsV2(d, &count, infos.data());
       if (r == NVML_ERROR_INSUFFICIENT_SIZE) continue;
-      if (r != NVML_SUCCESS) throw nvmlError(env, "nvmlDeviceGetComputeRunningProcesses_v3", r);
-      for (unsigned int i = 0; i < count; i++) {
-        Napi::Object o = Napi::Object::New(env);
-        o.Set("pid", Napi::Number::New(env, infos[i].pid));
-        // NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot tell (e.g. no permission on Windows WDDM)
-        if (infos[i].usedGpuMemory != ~0ULL)
-          o.Set("usedMemoryBytes", Napi::Number::New(env, static_cast<double>(infos[i].usedGpuMemory)));
-        if (infos[i].gpuInstanceId != 0xFFFFFFFFu)
-          o.Set("gpuInstanceId", Napi::Number::New(env, infos[i].gpuInstanceId));
-        if (infos[i].computeInstanceId != 0xFFFFFFFFu)
-          o.Set("computeInstanceId", Napi::Number::New(env, infos[i].computeInstanceId));
-        arr.Set(i, o);
-      }
+      if (r != NVML_SUCCESS) throw nvmlFailure("nvmlDeviceGetComputeRunningProcesses_v3", r);
+      for (unsigned int i = 0; i < count; i++)
+        out.push_back(processRecord(infos[i].pid, infos[i].usedGpuMemory, infos[i].gpuInstanceId,
+                                    infos[i].computeInstanceId));
     } else {
       std::vector<nvmlProcessInfo_v1_t> infos(count);
       r = api.procsV1(d, &count, infos.data());
       if (r == NVML_ERROR_INSUFFICIENT_SIZE) continue;
-      if (r != NVML_SUCCESS) throw nvmlError(env, "nvmlDeviceGetComputeRunningProcesses", r);
-      for (unsigned int i = 0; i < count; i++) {
-        Napi::Object o = Napi::Object::New(env);
-        o.Set("pid", Napi::Number::New(env, infos[i].pid));
-        if (infos[i].usedGpuMemory != ~0ULL)
-          o.Set("usedMemoryBytes", Napi::Number::New(env, static_cast<double>(infos[i].usedGpuMemory)));
-        arr.Set(i, o);
-      }
+      if (r != NVML_SUCCESS) throw nvmlFailure("nvmlDeviceGetComputeRunningProcesses", r);
+      for (unsigned int i = 0; i < count; i++)
+        out.push_back(processRecord(infos[i].pid, infos[i].usedGpuMemory, 0xFFFFFFFFu, 0xFFFFFFFFu));
     }
-    return arr;
+    return out;
   }
-  return arr;
+  return out;
 }
 
-Napi::Value ProcessUtilization(const Napi::CallbackInfo &info) {
-  nvmlDevice_t d = device(info);
-  Napi::Env env = info.Env();
-  if (api.procUtil == nullptr) throw plainError(env, "TG_NVML_UNSUPPORTED", "nvmlDeviceGetProcessUtilization is missing");
-  unsigned long long since = info.Length() > 1 && info[1].IsNumber()
-                                 ? static_cast<unsigned long long>(info[1].As<Napi::Number>().DoubleValue())
-                                 : 0ULL;
-  Napi::Array arr = Napi::Array::New(env);
+std::vector<Record> collectProcessUtilization(int64_t index, unsigned long long since) {
+  nvmlDevice_t d = handleAt(index);
+  if (api.procUtil == nullptr) throw tgFailure("TG_NVML_UNSUPPORTED", "nvmlDeviceGetProcessUtilization is missing");
+  std::vector<Record> out;
   unsigned int count = 0;
   nvmlReturn_t r = api.procUtil(d, nullptr, &count, since);
-  if (r == NVML_ERROR_NOT_FOUND || (r == NVML_SUCCESS && count == 0)) return arr;
-  if (r != NVML_ERROR_INSUFFICIENT_SIZE && r != NVML_SUCCESS) throw nvmlError(env, "nvmlDeviceGetProcessUtilization", r);
+  if (r == NVML_ERROR_NOT_FOUND || (r == NVML_SUCCESS && count == 0)) return out;
+  if (r != NVML_ERROR_INSUFFICIENT_SIZE && r != NVML_SUCCESS) throw nvmlFailure("nvmlDeviceGetProcessUtilization", r);
   count += 8;
   std::vector<nvmlProcessUtilizationSample_t> s(count);
   r = api.procUtil(d, s.data(), &count, since);
-  if (r == NVML_ERROR_NOT_FOUND) return arr;
-  if (r != NVML_SUCCESS) throw nvmlError(env, "nvmlDeviceGetProcessUtilization", r);
+  if (r == NVML_ERROR_NOT_FOUND) return out;
+  if (r != NVML_SUCCESS) throw nvmlFailure("nvmlDeviceGetProcessUtilization", r);
   for (unsigned int i = 0; i < count; i++) {
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("pid", Napi::Number::New(env, s[i].pid));
-    o.Set("timestampUs", Napi::Number::New(env, static_cast<double>(s[i].timeStamp)));
-    o.Set("smPct", Napi::Number::New(env, s[i].smUtil));
-    o.Set("memPct", Napi::Number::New(env, s[i].memUtil));
-    o.Set("encPct", Napi::Number::New(env, s[i].encUtil));
-    o.Set("decPct", Napi::Number::New(env, s[i].decUtil));
-    arr.Set(i, o);
+    Record o;
+    o.num("pid", s[i].pid);
+    o.num("timestampUs", static_cast<double>(s[i].timeStamp));
+    o.num("smPct", s[i].smUtil);
+    o.num("memPct", s[i].memUtil);
+    o.num("encPct", s[i].encUtil);
+    o.num("decPct", s[i].decUtil);
+    out.push_back(o);
   }
-  return arr;
+  return out;
+}
+
+// ---- synchronous entry points ----
+
+template <typename F> auto syncCall(Napi::Env env, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Failure &failure) {
+    throw toJsError(env, failure);
+  }
+}
+
+Napi::Value DeviceInfo(const Napi::CallbackInfo &info) {
+  int64_t i = indexArg(info);
+  return syncCall(info.Env(), [&] { return collectDeviceInfo(i); }).toJs(info.Env());
+}
+
+Napi::Value Sample(const Napi::CallbackInfo &info) {
+  int64_t i = indexArg(info);
+  return syncCall(info.Env(), [&] { return collectSample(i); }).toJs(info.Env());
+}
+
+Napi::Value Processes(const Napi::CallbackInfo &info) {
+  int64_t i = indexArg(info);
+  return toJsArray(info.Env(), syncCall(info.Env(), [&] { return collectProcesses(i); }));
+}
+
+unsigned long long sinceArg(const Napi::Value v) {
+  return v.IsNumber() ? static_cast<unsigned long long>(v.As<Napi::Number>().DoubleValue()) : 0ULL;
+}
+
+Napi::Value ProcessUtilization(const Napi::CallbackInfo &info) {
+  int64_t i = indexArg(info);
+  unsigned long long since = info.Length() > 1 ? sinceArg(info[1]) : 0ULL;
+  return toJsArray(info.Env(), syncCall(info.Env(), [&] { return collectProcessUtilization(i, since); }));
+}
+
+// ---- one sampling pass on the libuv thread pool ----
+
+struct DeviceResult {
+  int64_t index = 0;
+  bool ok = false;
+  Record sample;
+  Failure failure;
+  bool processesOk = false;
+  std::vector<Record> processes;
+  Failure processesFailure;
+  bool utilOk = false;
+  std::vector<Record> util;
+  Failure utilFailure;
+};
+
+// samplePass(indices, { processes, processUtilization, sinceUs: number[] }) -> Promise<DeviceResult[]>: every NVML
+// call of the pass runs off the event loop; only the conversion to JS objects runs on it.
+class PassWorker : public Napi::AsyncWorker {
+ public:
+  PassWorker(Napi::Env env, std::vector<int64_t> indices, std::vector<unsigned long long> since, bool procs,
+             bool util)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), indices_(std::move(indices)),
+        since_(std::move(since)), procs_(procs), util_(util) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override {
+    for (size_t k = 0; k < indices_.size(); k++) {
+      DeviceResult res;
+      res.index = indices_[k];
+      try {
+        res.sample = collectSample(res.index);
+        res.ok = true;
+      } catch (const Failure &f) {
+        res.failure = f;
+      }
+      if (res.ok && procs_) {
+        try {
+          res.processes = collectProcesses(res.index);
+          res.processesOk = true;
+        } catch (const Failure &f) {
+          res.processesFailure = f;
+        }
+      }
+      if (res.ok && util_) {
+        try {
+          res.util = collectProcessUtilization(res.index, k < since_.size() ? since_[k] : 0ULL);
+          res.utilOk = true;
+        } catch (const Failure &f) {
+          res.utilFailure = f;
+        }
+      }
+      results_.push_back(std::move(res));
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Array arr = Napi::Array::New(env, results_.size());
+    for (size_t k = 0; k < results_.size(); k++) {
+      const DeviceResult &r = results_[k];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("index", Napi::Number::New(env, static_cast<double>(r.index)));
+      if (r.ok) o.Set("sample", r.sample.toJs(env));
+      else o.Set("error", toJsError(env, r.failure).Value());
+      if (r.ok && procs_) {
+        if (r.processesOk) o.Set("processes", toJsArray(env, r.processes));
+        else o.Set("processesError", toJsError(env, r.processesFailure).Value());
+      }
+      if (r.ok && util_) {
+        if (r.utilOk) o.Set("processUtilization", toJsArray(env, r.util));
+        else o.Set("processUtilizationError", toJsError(env, r.utilFailure).Value());
+      }
+      arr.Set(static_cast<uint32_t>(k), o);
+    }
+    deferred_.Resolve(arr);
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::vector<int64_t> indices_;
+  std::vector<unsigned long long> since_;
+  bool procs_;
+  bool util_;
+  std::vector<DeviceResult> results_;
+};
+
+Napi::Value SamplePass(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "samplePass(indices, options?) expected");
+  Napi::Array idx = info[0].As<Napi::Array>();
+  std::vector<int64_t> indices;
+  for (uint32_t i = 0; i < idx.Length(); i++) indices.push_back(idx.Get(i).As<Napi::Number>().Int64Value());
+  bool procs = false, util = false;
+  std::vector<unsigned long long> since;
+  if (info.Length() > 1 && info[1].IsObject()) {
+    Napi::Object opts = info[1].As<Napi::Object>();
+    procs = opts.Get("processes").ToBoolean().Value();
+    util = opts.Get("processUtilization").ToBoolean().Value();
+    Napi::Value s = opts.Get("sinceUs");
+    if (s.IsArray()) {
+      Napi::Array sa = s.As<Napi::Array>();
+      for (uint32_t i = 0; i < sa.Length(); i++) since.push_back(sinceArg(sa.Get(i)));
+    }
+  }
+  auto *w = new PassWorker(env, std::move(indices), std::move(since), procs, util);
+  Napi::Promise p = w->Promise();
+  w->Queue();
+  return p;
 }
 
 // ---- events, waited on by a native thread ----
@@ -578,6 +811,15 @@ struct EventWatcher {
 };
 
 EventWatcher *watcher = nullptr;
+
+// At environment teardown (process exit, worker exit) a running event thread is stopped and joined before NVML
+// and the addon go away.
+void stopWatcherAtExit(void *) {
+  EventWatcher *w = watcher;
+  if (w == nullptr) return;
+  w->stopping.store(true);
+  if (w->thread.joinable()) w->thread.join();
+}
 
 void deliver(Napi::Env env, Napi::Function cb, PendingEvent *ev) {
   if (env != nullptr && cb != nullptr) {
@@ -629,7 +871,7 @@ void watchLoop(EventWatcher *w) {
 
 Napi::Value StartEvents(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  requireInit(env);
+  if (!initialized) throw plainError(env, "TG_NVML_NOT_INITIALIZED", "NVML is not initialized: call init() first");
   if (watcher != nullptr) throw plainError(env, "TG_NVML_EVENTS_RUNNING", "events are already being watched");
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsFunction())
     throw Napi::TypeError::New(env, "startEvents(mask, onEvent, timeoutMs?) expected");
@@ -703,6 +945,8 @@ Napi::Value ErrorString(const Napi::CallbackInfo &info) {
 Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("load", Napi::Function::New(env, Load));
   exports.Set("init", Napi::Function::New(env, Init));
+  exports.Set("initAsync", Napi::Function::New(env, InitAsync));
+  exports.Set("samplePass", Napi::Function::New(env, SamplePass));
   exports.Set("shutdown", Napi::Function::New(env, Shutdown));
   exports.Set("deviceCount", Napi::Function::New(env, DeviceCount));
   exports.Set("deviceInfo", Napi::Function::New(env, DeviceInfo));
@@ -712,6 +956,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("startEvents", Napi::Function::New(env, StartEvents));
   exports.Set("stopEvents", Napi::Function::New(env, StopEvents));
   exports.Set("errorString", Napi::Function::New(env, ErrorString));
+  napi_add_env_cleanup_hook(env, stopWatcherAtExit, nullptr);
   return exports;
 }
 
