@@ -24,7 +24,7 @@ export interface GpuCollectorOptions {
  * @example
  * ```ts
  * const gpu = createGpuCollector({ sources: [createNvmlSource(() => loadNativeNvml(), 1000)], resolvePid })
- * gpu.start(recorder)
+ * await gpu.start(recorder)
  * gpu.registerMetrics(registry)
  * report.gpus = gpu.drainInterval() // at each interval
  * await gpu.stop()
@@ -32,7 +32,8 @@ export interface GpuCollectorOptions {
  */
 export interface GpuCollector {
   readonly sources: readonly GpuSource[]
-  start(sink: SampleSink): void
+  /** Starts every source; resolves once each has started or reported itself unavailable. Never rejects. */
+  start(sink: SampleSink): Promise<void>
   stop(): Promise<void>
   /** The interval's GPU items (an empty array when no GPU source is available); starts the next interval. */
   drainInterval(): GpuReportItem[]
@@ -107,14 +108,16 @@ export function createGpuCollector(options: GpuCollectorOptions): GpuCollector {
 
   return {
     sources: options.sources,
-    start(sink) {
-      for (const s of options.sources) {
-        try {
-          void Promise.resolve(s.start(sink)).catch(() => sink.drop(`gpu_source_start_${s.name}`))
-        } catch {
-          sink.drop(`gpu_source_start_${s.name}`)
-        }
-      }
+    async start(sink) {
+      await Promise.all(
+        options.sources.map(async (s) => {
+          try {
+            await s.start(sink)
+          } catch {
+            sink.drop(`gpu_source_start_${s.name}`)
+          }
+        }),
+      )
     },
     async stop() {
       await Promise.all(options.sources.map((s) => s.stop()))

@@ -41,6 +41,8 @@ export type {
   NvmlProcessInfo,
   NvmlProcessUtilization,
   NvmlNativeEvent,
+  NvmlPassOptions,
+  NvmlPassResult,
 } from './types.js'
 export { createNvmlSource } from '../sources/nvml.js'
 export type { NvmlSourceOptions } from '../sources/nvml.js'

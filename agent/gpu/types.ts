@@ -212,4 +212,29 @@ export interface NvmlBinding {
   ): ReadonlyArray<{ index: number; mask: number }>
   /** Stops the event thread; resolves once it has exited. */
   stopEvents(): Promise<void>
+  /** `init()` on a worker thread (a real nvmlInit can take seconds without persistence mode). Optional. */
+  initAsync?(): Promise<NvmlSystemInfo>
+  /**
+   * One sampling pass on a worker thread: per device its sample (or the error), and its processes and per-process
+   * utilization when asked. Only the conversion to JS objects runs on the event loop. Optional.
+   */
+  samplePass?(indices: readonly number[], options: NvmlPassOptions): Promise<readonly NvmlPassResult[]>
+}
+
+export interface NvmlPassOptions {
+  readonly processes: boolean
+  readonly processUtilization: boolean
+  /** Per device (same order as the indices): the last process-utilization timestamp seen, in µs. */
+  readonly sinceUs: readonly number[]
+}
+
+/** One device's part of a {@link NvmlBinding.samplePass}. Errors are values here, never thrown. */
+export interface NvmlPassResult {
+  readonly index: number
+  readonly sample?: NvmlDeviceSample
+  readonly error?: unknown
+  readonly processes?: readonly NvmlProcessInfo[]
+  readonly processesError?: unknown
+  readonly processUtilization?: readonly NvmlProcessUtilization[]
+  readonly processUtilizationError?: unknown
 }

@@ -7,6 +7,8 @@ import type {
   NvmlDeviceInfo,
   NvmlDeviceSample,
   NvmlNativeEvent,
+  NvmlPassOptions,
+  NvmlPassResult,
   NvmlProcessInfo,
   NvmlProcessUtilization,
   NvmlSystemInfo,
@@ -69,6 +71,8 @@ interface RawAddon {
     timeoutMs: number,
   ): { index: number; mask: number }[]
   stopEvents(): Promise<void>
+  initAsync(): Promise<NvmlSystemInfo>
+  samplePass(indices: readonly number[], options: NvmlPassOptions): Promise<NvmlPassResult[]>
 }
 
 /** Finds `build/Release/tailguard_nvml.node` above this file (works from the sources and from `dist/`). */
@@ -137,5 +141,7 @@ export function loadNativeNvml(options: LoadNativeNvmlOptions = {}): NvmlBinding
     processUtilization: (i, since) => call(() => raw.processUtilization(i, since)),
     startEvents: (mask, onEvent, timeoutMs) => call(() => raw.startEvents(mask, onEvent, timeoutMs)),
     stopEvents: () => raw.stopEvents(),
+    initAsync: () => raw.initAsync().catch((err: unknown) => Promise.reject(toNvmlError(err))),
+    samplePass: (indices, options) => raw.samplePass(indices, options),
   }
 }

@@ -11,6 +11,7 @@ import type {
   NvmlDeviceInfo,
   NvmlDeviceSample,
   NvmlNativeEvent,
+  NvmlPassResult,
 } from '../gpu/types.js'
 import type { DurationMs, SampleSink, SourceStatus } from '../types.js'
 import { toNvmlError } from './nvml-native.js'
@@ -90,6 +91,7 @@ export function createNvmlSource(
   let stopped = false
   let eventsRunning = false
   let pendingImmediate: NodeJS.Immediate | undefined
+  let starting = false
 
   const emitReading = (r: Parameters<GpuListener['reading']>[0]) => {
     for (const l of listeners) l.reading(r)
@@ -129,18 +131,44 @@ export function createNvmlSource(
     emitEvent(ev)
   }
 
-  const readDevice = (
+  const isUnsupported = (err: unknown) => {
+    const code = toNvmlError(err).code
+    return code === 'TG_NVML_UNSUPPORTED' || code === 'NVML_ERROR_NOT_SUPPORTED'
+  }
+
+  // The synchronous path (a binding without samplePass): one device's calls, errors as values.
+  const readDeviceSync = (d: DeviceState, b: NvmlBinding): NvmlPassResult => {
+    try {
+      if (d.uuid === '') identify(b.deviceInfo(d.index), d)
+      const sample = b.sample(d.index)
+      const out: { -readonly [K in keyof NvmlPassResult]: NvmlPassResult[K] } = { index: d.index, sample }
+      if (options.processes !== false) {
+        try {
+          out.processes = b.processes(d.index)
+        } catch (err) {
+          out.processesError = err
+        }
+        try {
+          out.processUtilization = b.processUtilization(d.index, d.lastProcessSampleUs)
+        } catch (err) {
+          out.processUtilizationError = err
+        }
+      }
+      return out
+    } catch (err) {
+      return { index: d.index, error: err }
+    }
+  }
+
+  const applyResult = (
     d: DeviceState,
-    b: NvmlBinding,
+    res: NvmlPassResult,
     devicesOut: GpuDeviceReading[],
     procsOut: GpuProcessReading[],
   ) => {
-    let s: NvmlDeviceSample
-    try {
-      if (d.uuid === '') identify(b.deviceInfo(d.index), d)
-      s = b.sample(d.index)
-    } catch (err) {
-      const e = toNvmlError(err)
+    const s = res.sample
+    if (s === undefined) {
+      const e = toNvmlError(res.error)
       if (e.code === 'NVML_ERROR_GPU_IS_LOST') {
         if (!d.lost) {
           d.lost = true
@@ -171,38 +199,32 @@ export function createNvmlSource(
     if (options.processes !== false) {
       const byPid = new Map<number, { -readonly [K in keyof GpuProcessReading]: GpuProcessReading[K] }>()
       if (!d.processesUnsupported) {
-        try {
-          for (const p of b.processes(d.index))
-            byPid.set(p.pid, {
-              uuid: d.uuid,
-              index: d.index,
-              pid: p.pid,
-              ...(p.usedMemoryBytes !== undefined ? { usedMemoryBytes: p.usedMemoryBytes } : {}),
-              ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId } : {}),
-              ...(p.computeInstanceId !== undefined ? { computeInstanceId: p.computeInstanceId } : {}),
-            })
-        } catch (err) {
-          const e = toNvmlError(err)
-          if (e.code === 'TG_NVML_UNSUPPORTED' || e.code === 'NVML_ERROR_NOT_SUPPORTED')
-            d.processesUnsupported = true
+        if (res.processesError !== undefined) {
+          if (isUnsupported(res.processesError)) d.processesUnsupported = true
           else sink?.drop('nvml_process_error')
         }
+        for (const p of res.processes ?? [])
+          byPid.set(p.pid, {
+            uuid: d.uuid,
+            index: d.index,
+            pid: p.pid,
+            ...(p.usedMemoryBytes !== undefined ? { usedMemoryBytes: p.usedMemoryBytes } : {}),
+            ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId } : {}),
+            ...(p.computeInstanceId !== undefined ? { computeInstanceId: p.computeInstanceId } : {}),
+          })
       }
       if (d.processesUnsupported) unsupported.push('processes')
       if (!d.processUtilUnsupported) {
-        try {
-          for (const u of b.processUtilization(d.index, d.lastProcessSampleUs)) {
-            if (u.timestampUs > d.lastProcessSampleUs) d.lastProcessSampleUs = u.timestampUs
-            const p = byPid.get(u.pid) ?? { uuid: d.uuid, index: d.index, pid: u.pid }
-            p.smUtilPct = u.smPct
-            p.memUtilPct = u.memPct
-            byPid.set(u.pid, p)
-          }
-        } catch (err) {
-          const e = toNvmlError(err)
-          if (e.code === 'TG_NVML_UNSUPPORTED' || e.code === 'NVML_ERROR_NOT_SUPPORTED')
-            d.processUtilUnsupported = true
+        if (res.processUtilizationError !== undefined) {
+          if (isUnsupported(res.processUtilizationError)) d.processUtilUnsupported = true
           else sink?.drop('nvml_process_error')
+        }
+        for (const u of res.processUtilization ?? []) {
+          if (u.timestampUs > d.lastProcessSampleUs) d.lastProcessSampleUs = u.timestampUs
+          const p = byPid.get(u.pid) ?? { uuid: d.uuid, index: d.index, pid: u.pid }
+          p.smUtilPct = u.smPct
+          p.memUtilPct = u.memPct
+          byPid.set(u.pid, p)
         }
       }
       if (d.processUtilUnsupported) unsupported.push('processUtilization')
@@ -229,7 +251,12 @@ export function createNvmlSource(
     }
   }
 
-  // One pass: one device per event-loop turn, then one reading for all of them.
+  const finishPass = (timeMs: number, devicesOut: GpuDeviceReading[], procsOut: GpuProcessReading[]) => {
+    passRunning = false
+    if (!stopped) emitReading({ source: 'nvml', timeMs, devices: devicesOut, processes: procsOut })
+  }
+
+  // One pass. With samplePass, every NVML call runs on a worker thread; without it, one device per event-loop turn.
   const pass = () => {
     const b = nvml
     if (b === undefined || passRunning || stopped) return
@@ -237,6 +264,32 @@ export function createNvmlSource(
     const timeMs = clock()
     const devicesOut: GpuDeviceReading[] = []
     const procsOut: GpuProcessReading[] = []
+    if (b.samplePass !== undefined) {
+      const wantProcs = options.processes !== false
+      b.samplePass(
+        devices.map((d) => d.index),
+        {
+          processes: wantProcs && devices.some((d) => !d.processesUnsupported),
+          processUtilization: wantProcs && devices.some((d) => !d.processUtilUnsupported),
+          sinceUs: devices.map((d) => d.lastProcessSampleUs),
+        },
+      ).then(
+        (results) => {
+          if (stopped) return finishPass(timeMs, devicesOut, procsOut)
+          for (const r of results) {
+            const d = devices[r.index]
+            if (d !== undefined) applyResult(d, r, devicesOut, procsOut)
+          }
+          finishPass(timeMs, devicesOut, procsOut)
+        },
+        (err: unknown) => {
+          log(`nvml: sampling pass failed: ${toNvmlError(err).message}`)
+          sink?.drop('nvml_sample_error')
+          passRunning = false
+        },
+      )
+      return
+    }
     let i = 0
     const step = () => {
       pendingImmediate = undefined
@@ -246,12 +299,11 @@ export function createNvmlSource(
       }
       const d = devices[i++]
       if (d !== undefined) {
-        readDevice(d, b, devicesOut, procsOut)
+        applyResult(d, readDeviceSync(d, b), devicesOut, procsOut)
         pendingImmediate = setImmediate(step)
         return
       }
-      passRunning = false
-      emitReading({ source: 'nvml', timeMs, devices: devicesOut, processes: procsOut })
+      finishPass(timeMs, devicesOut, procsOut)
     }
     step()
   }
@@ -264,14 +316,21 @@ export function createNvmlSource(
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    start(s) {
-      if (timer !== undefined || nvml !== undefined) return
+    async start(s) {
+      if (timer !== undefined || nvml !== undefined || starting) return
       sink = s
       stopped = false
+      starting = true
+      status = { state: 'unavailable', reason: 'initializing NVML' }
       let b: NvmlBinding
       try {
         b = load()
-        const info = b.init()
+        const info = b.initAsync !== undefined ? await b.initAsync() : b.init()
+        if (stopped) {
+          b.shutdown()
+          status = { state: 'unavailable', reason: 'stopped' }
+          return
+        }
         devices = Array.from({ length: info.deviceCount }, (_, index) => ({
           index,
           uuid: '',
@@ -294,6 +353,8 @@ export function createNvmlSource(
         status = { state: 'unavailable', reason: toNvmlError(err).message }
         log(`nvml: unavailable: ${status.reason}`)
         return
+      } finally {
+        starting = false
       }
       nvml = b
       status = { state: 'ok' }

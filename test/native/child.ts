@@ -94,7 +94,7 @@ async function source() {
   })
   const registry = new Registry()
   gpu.registerMetrics(registry)
-  gpu.start(sink)
+  await gpu.start(sink)
   const statusAfterStart = nvml.status()
   await sleep(Number(env['TG_TEST_RUN_MS'] ?? 400))
   const metrics = await registry.metrics()
@@ -103,5 +103,20 @@ async function source() {
   console.log(JSON.stringify({ statusAfterStart, items, metrics, drops, logs, survived: true }))
 }
 
+// Starts the event thread and lets the process end on its own: the unref'd thread must not keep it alive, and the
+// addon's cleanup hook must stop it before NVML goes away.
+async function exitWithEvents() {
+  const addon = createRequire(import.meta.url)(addonPath) as Record<string, (...a: unknown[]) => unknown>
+  addon['load']!(env['TAILGUARD_NVML_LIBRARY'])
+  const info = (await addon['initAsync']!()) as { deviceCount: number }
+  const pass = (await addon['samplePass']!([0], {
+    processes: true,
+    processUtilization: true,
+    sinceUs: [0],
+  })) as unknown[]
+  addon['startEvents']!(0x8, () => {}, 200)
+  console.log(JSON.stringify({ deviceCount: info.deviceCount, pass }))
+}
+
 const mode = env['TG_TEST_MODE']
-await (mode === 'addon' ? rawAddon() : source())
+await (mode === 'addon' ? rawAddon() : mode === 'exit-with-events' ? exitWithEvents() : source())

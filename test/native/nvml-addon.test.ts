@@ -236,6 +236,34 @@ describe('NVML addon against the fake libnvidia-ml', () => {
   })
 })
 
+describe('NVML addon, asynchronous entry points', () => {
+  it('initializes and samples a pass on the thread pool, and exits cleanly with the event thread running', async () => {
+    const s = loadScenario('h100x2')
+    const t0 = performance.now()
+    const r = await runScenario('exit-with-events', s, lib)
+    expect(r.code, r.stderr).toBe(0)
+    expect(performance.now() - t0).toBeLessThan(20_000)
+    const out = r.json as { deviceCount: number; pass: Array<Record<string, unknown>> }
+    expect(out.deviceCount).toBe(2)
+    const d = s.devices[0]!
+    expect(out.pass).toEqual([
+      {
+        index: 0,
+        sample: expect.objectContaining({
+          gpuUtilPct: d.utilGpu![0],
+          powerMw: d.powerMw![0],
+          unsupported: [],
+        }),
+        processes: d.processes,
+        processUtilization: [
+          expect.objectContaining({ pid: 4242, smPct: 88 }),
+          expect.objectContaining({ pid: 5151, smPct: 5 }),
+        ],
+      },
+    ])
+  })
+})
+
 describe('NVML source over the real addon', () => {
   it('folds samples into min/mean/max/last per field, attributes processes and exposes DCGM names', async () => {
     const s = loadScenario('h100x2')

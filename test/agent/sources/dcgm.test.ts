@@ -98,7 +98,7 @@ describe('DCGM exporter scrape', () => {
     const gpu = createGpuCollector({ sources: [source], hostname: 'agent-host' })
     const registry = new Registry()
     gpu.registerMetrics(registry)
-    gpu.start(sink)
+    await gpu.start(sink)
     cleanups.push(() => gpu.stop())
     await expect.poll(() => readings.length).toBeGreaterThanOrEqual(2)
     expect(source.status()).toEqual({ state: 'ok' })
