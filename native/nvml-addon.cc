@@ -91,6 +91,7 @@ Api api;
 std::mutex apiMutex; // guards initialized/handles against the event thread
 bool initialized = false;
 std::vector<nvmlDevice_t> handles;
+std::vector<nvmlReturn_t> handleCodes; // why a handle is missing (GPU lost or no permission at init)
 
 template <typename T> T sym(const char *name) { return reinterpret_cast<T>(dlsym(api.lib, name)); }
 template <typename T> T sym2(const char *a, const char *b) {
@@ -320,14 +321,18 @@ Record doInit() {
       throw nvmlFailure("nvmlDeviceGetCount_v2", r);
     }
     std::vector<nvmlDevice_t> found(count, nullptr);
+    std::vector<nvmlReturn_t> codes(count, NVML_SUCCESS);
     for (unsigned int i = 0; i < count; i++) {
       r = api.handleByIndex(i, &found[i]);
+      codes[i] = r;
+      if (r != NVML_SUCCESS) found[i] = nullptr;
       if (r != NVML_SUCCESS && r != NVML_ERROR_GPU_IS_LOST && r != NVML_ERROR_NO_PERMISSION) {
         api.shutdown();
         throw nvmlFailure("nvmlDeviceGetHandleByIndex_v2", r);
       }
     }
     handles = found;
+    handleCodes = codes;
     initialized = true;
   }
   Record out;
@@ -403,7 +408,9 @@ nvmlDevice_t handleAt(int64_t i) {
   if (!initialized) throw tgFailure("TG_NVML_NOT_INITIALIZED", "NVML is not initialized: call init() first");
   if (i < 0 || static_cast<size_t>(i) >= handles.size())
     throw tgFailure("TG_NVML_BAD_INDEX", "no GPU at index " + std::to_string(i));
-  return handles[static_cast<size_t>(i)];
+  nvmlDevice_t d = handles[static_cast<size_t>(i)];
+  if (d == nullptr) throw nvmlFailure("nvmlDeviceGetHandleByIndex_v2", handleCodes[static_cast<size_t>(i)]);
+  return d;
 }
 
 int64_t indexArg(const Napi::CallbackInfo &info) {
@@ -471,8 +478,7 @@ void collectMigMode(FieldContext &fc, nvmlDevice_t d, bool withCounters) {
   if (current == NVML_DEVICE_MIG_ENABLE) collectMigDevices(fc, d, withCounters);
 }
 
-Record collectDeviceInfo(int64_t index) {
-  nvmlDevice_t d = handleAt(index);
+Record collectDeviceInfo(int64_t index, nvmlDevice_t d) {
   Record out;
   out.withUnsupported = true;
   FieldContext fc{out};
@@ -500,8 +506,7 @@ Record collectDeviceInfo(int64_t index) {
   return out;
 }
 
-Record collectSample(int64_t index) {
-  nvmlDevice_t d = handleAt(index);
+Record collectSample(nvmlDevice_t d) {
   Record out;
   out.withUnsupported = true;
   FieldContext fc{out};
@@ -587,8 +592,7 @@ Record processRecord(unsigned int pid, unsigned long long used, unsigned int gi,
   return o;
 }
 
-std::vector<Record> collectProcesses(int64_t index) {
-  nvmlDevice_t d = handleAt(index);
+std::vector<Record> collectProcesses(nvmlDevice_t d) {
   std::vector<Record> out;
   if (api.procsV2 == nullptr && api.procsV1 == nullptr)
     throw tgFailure("TG_NVML_UNSUPPORTED", "nvmlDeviceGetComputeRunningProcesses is missing");
@@ -619,8 +623,7 @@ std::vector<Record> collectProcesses(int64_t index) {
   return out;
 }
 
-std::vector<Record> collectProcessUtilization(int64_t index, unsigned long long since) {
-  nvmlDevice_t d = handleAt(index);
+std::vector<Record> collectProcessUtilization(nvmlDevice_t d, unsigned long long since) {
   if (api.procUtil == nullptr) throw tgFailure("TG_NVML_UNSUPPORTED", "nvmlDeviceGetProcessUtilization is missing");
   std::vector<Record> out;
   unsigned int count = 0;
@@ -657,17 +660,17 @@ template <typename F> auto syncCall(Napi::Env env, F f) -> decltype(f()) {
 
 Napi::Value DeviceInfo(const Napi::CallbackInfo &info) {
   int64_t i = indexArg(info);
-  return syncCall(info.Env(), [&] { return collectDeviceInfo(i); }).toJs(info.Env());
+  return syncCall(info.Env(), [&] { return collectDeviceInfo(i, handleAt(i)); }).toJs(info.Env());
 }
 
 Napi::Value Sample(const Napi::CallbackInfo &info) {
   int64_t i = indexArg(info);
-  return syncCall(info.Env(), [&] { return collectSample(i); }).toJs(info.Env());
+  return syncCall(info.Env(), [&] { return collectSample(handleAt(i)); }).toJs(info.Env());
 }
 
 Napi::Value Processes(const Napi::CallbackInfo &info) {
   int64_t i = indexArg(info);
-  return toJsArray(info.Env(), syncCall(info.Env(), [&] { return collectProcesses(i); }));
+  return toJsArray(info.Env(), syncCall(info.Env(), [&] { return collectProcesses(handleAt(i)); }));
 }
 
 unsigned long long sinceArg(const Napi::Value v) {
@@ -677,7 +680,7 @@ unsigned long long sinceArg(const Napi::Value v) {
 Napi::Value ProcessUtilization(const Napi::CallbackInfo &info) {
   int64_t i = indexArg(info);
   unsigned long long since = info.Length() > 1 ? sinceArg(info[1]) : 0ULL;
-  return toJsArray(info.Env(), syncCall(info.Env(), [&] { return collectProcessUtilization(i, since); }));
+  return toJsArray(info.Env(), syncCall(info.Env(), [&] { return collectProcessUtilization(handleAt(i), since); }));
 }
 
 // ---- one sampling pass on the libuv thread pool ----
@@ -699,24 +702,40 @@ struct DeviceResult {
 // call of the pass runs off the event loop; only the conversion to JS objects runs on it.
 class PassWorker : public Napi::AsyncWorker {
  public:
+  // Device handles are resolved here, on the main thread: the pool thread never touches the shared handle table.
   PassWorker(Napi::Env env, std::vector<int64_t> indices, std::vector<unsigned long long> since, bool procs,
              bool util)
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), indices_(std::move(indices)),
-        since_(std::move(since)), procs_(procs), util_(util) {}
+        since_(std::move(since)), procs_(procs), util_(util) {
+    for (int64_t i : indices_) {
+      try {
+        devices_.push_back(handleAt(i));
+        bad_.push_back(Failure());
+      } catch (const Failure &f) {
+        devices_.push_back(nullptr);
+        bad_.push_back(f);
+      }
+    }
+  }
   Napi::Promise Promise() { return deferred_.Promise(); }
   void Execute() override {
     for (size_t k = 0; k < indices_.size(); k++) {
       DeviceResult res;
       res.index = indices_[k];
+      if (devices_[k] == nullptr) {
+        res.failure = bad_[k];
+        results_.push_back(std::move(res));
+        continue;
+      }
       try {
-        res.sample = collectSample(res.index);
+        res.sample = collectSample(devices_[k]);
         res.ok = true;
       } catch (const Failure &f) {
         res.failure = f;
       }
       if (res.ok && procs_) {
         try {
-          res.processes = collectProcesses(res.index);
+          res.processes = collectProcesses(devices_[k]);
           res.processesOk = true;
         } catch (const Failure &f) {
           res.processesFailure = f;
@@ -724,7 +743,7 @@ class PassWorker : public Napi::AsyncWorker {
       }
       if (res.ok && util_) {
         try {
-          res.util = collectProcessUtilization(res.index, k < since_.size() ? since_[k] : 0ULL);
+          res.util = collectProcessUtilization(devices_[k], k < since_.size() ? since_[k] : 0ULL);
           res.utilOk = true;
         } catch (const Failure &f) {
           res.utilFailure = f;
@@ -762,6 +781,8 @@ class PassWorker : public Napi::AsyncWorker {
   bool procs_;
   bool util_;
   std::vector<DeviceResult> results_;
+  std::vector<nvmlDevice_t> devices_;
+  std::vector<Failure> bad_;
 };
 
 Napi::Value SamplePass(const Napi::CallbackInfo &info) {
@@ -887,6 +908,7 @@ Napi::Value StartEvents(const Napi::CallbackInfo &info) {
   Napi::Array registered = Napi::Array::New(env);
   uint32_t n = 0;
   for (size_t i = 0; i < handles.size(); i++) {
+    if (handles[i] == nullptr) continue;
     unsigned long long supported = mask;
     if (api.supportedEventTypes != nullptr && api.supportedEventTypes(handles[i], &supported) != NVML_SUCCESS)
       continue;

@@ -92,6 +92,7 @@ export function createNvmlSource(
   let eventsRunning = false
   let pendingImmediate: NodeJS.Immediate | undefined
   let starting = false
+  let inFlightPass: Promise<void> | undefined
 
   const emitReading = (r: Parameters<GpuListener['reading']>[0]) => {
     for (const l of listeners) l.reading(r)
@@ -266,28 +267,33 @@ export function createNvmlSource(
     const procsOut: GpuProcessReading[] = []
     if (b.samplePass !== undefined) {
       const wantProcs = options.processes !== false
-      b.samplePass(
-        devices.map((d) => d.index),
-        {
-          processes: wantProcs && devices.some((d) => !d.processesUnsupported),
-          processUtilization: wantProcs && devices.some((d) => !d.processUtilUnsupported),
-          sinceUs: devices.map((d) => d.lastProcessSampleUs),
-        },
-      ).then(
-        (results) => {
-          if (stopped) return finishPass(timeMs, devicesOut, procsOut)
-          for (const r of results) {
-            const d = devices[r.index]
-            if (d !== undefined) applyResult(d, r, devicesOut, procsOut)
-          }
-          finishPass(timeMs, devicesOut, procsOut)
-        },
-        (err: unknown) => {
-          log(`nvml: sampling pass failed: ${toNvmlError(err).message}`)
-          sink?.drop('nvml_sample_error')
-          passRunning = false
-        },
-      )
+      inFlightPass = b
+        .samplePass(
+          devices.map((d) => d.index),
+          {
+            processes: wantProcs && devices.some((d) => !d.processesUnsupported),
+            processUtilization: wantProcs && devices.some((d) => !d.processUtilUnsupported),
+            sinceUs: devices.map((d) => d.lastProcessSampleUs),
+          },
+        )
+        .then(
+          (results) => {
+            if (stopped) return finishPass(timeMs, devicesOut, procsOut)
+            for (const r of results) {
+              const d = devices[r.index]
+              if (d !== undefined) applyResult(d, r, devicesOut, procsOut)
+            }
+            finishPass(timeMs, devicesOut, procsOut)
+          },
+          (err: unknown) => {
+            log(`nvml: sampling pass failed: ${toNvmlError(err).message}`)
+            sink?.drop('nvml_sample_error')
+            passRunning = false
+          },
+        )
+        .finally(() => {
+          inFlightPass = undefined
+        })
       return
     }
     let i = 0
@@ -378,6 +384,7 @@ export function createNvmlSource(
       const b = nvml
       nvml = undefined
       if (b === undefined) return
+      await inFlightPass // NVML is shut down only once no pass is using it
       if (eventsRunning) await b.stopEvents()
       eventsRunning = false
       try {

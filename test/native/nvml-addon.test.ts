@@ -366,6 +366,13 @@ describe('NVML source over the real addon', () => {
     expect(m.metrics).toMatch(/DCGM_FI_DEV_FB_USED\{gpu="0",[^}]*GPU_I_ID="9"\} 1024/)
   })
 
+  it('stops cleanly while a sampling pass is still on the thread pool', async () => {
+    for (let k = 0; k < 3; k++) {
+      const out = await source(loadScenario('h100x2'), lib, { TG_TEST_EVERY_MS: '10', TG_TEST_RUN_MS: '0' })
+      expect(out.survived).toBe(true)
+    }
+  })
+
   it('is unavailable with NVML’s reason when init fails, and the process goes on', async () => {
     const out = await source(loadScenario('init-error'))
     expect(out.statusAfterStart).toEqual({
