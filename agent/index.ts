@@ -12,3 +12,28 @@ export { DEMO_SLOS_YAML } from './demo/slos.js'
 export { startDemoReplay } from './demo/replay.js'
 export { createDemoFleet, seededRandom } from './demo/fleet.js'
 export type { DemoArrival, DemoFleet } from './demo/fleet.js'
+export {
+  createGpuCollector,
+  createGpuSources,
+  createNvmlSource,
+  createDcgmSource,
+  loadNativeNvml,
+  createPidResolver,
+  createGpuFold,
+  registerGpuMetrics,
+  NvmlError,
+} from './gpu/index.js'
+export type {
+  GpuCollector,
+  GpuCollectorOptions,
+  GpuSourcesConfig,
+  GpuSource,
+  GpuReading,
+  GpuEventReading,
+  NvmlBinding,
+  ReplicaRef,
+  ReplicaTarget,
+  PidResolver,
+  DcgmSourceOptions,
+  NvmlSourceOptions,
+} from './gpu/index.js'

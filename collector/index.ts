@@ -22,6 +22,11 @@ export {
   SeriesLabelsSchema,
   ReportAckSchema,
   REPORT_VERSION,
+  GPU_FIELDS,
+  GpuReportItemSchema,
+  GpuStatSchema,
+  GpuEventSchema,
+  GpuProcessSchema,
 } from './report/index.js'
 export type {
   Phase,
@@ -35,6 +40,11 @@ export type {
   IntervalReport,
   ReportSeries,
   ReportAck,
+  GpuField,
+  GpuStat,
+  GpuEvent,
+  GpuProcess,
+  GpuReportItem,
 } from './report/index.js'
 export type {
   Store,

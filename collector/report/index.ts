@@ -28,5 +28,19 @@ export {
   SeriesLabelsSchema,
   ReportAckSchema,
   REPORT_VERSION,
+  GPU_FIELDS,
+  GpuReportItemSchema,
+  GpuStatSchema,
+  GpuEventSchema,
+  GpuProcessSchema,
 } from './schema.js'
-export type { IntervalReport, ReportSeries, ReportAck } from './schema.js'
+export type {
+  IntervalReport,
+  ReportSeries,
+  ReportAck,
+  GpuField,
+  GpuStat,
+  GpuEvent,
+  GpuProcess,
+  GpuReportItem,
+} from './schema.js'
