@@ -8,6 +8,7 @@ import { openSpool } from './ship/spool.js'
 import { createShipper } from './ship/shipper.js'
 import type { Shipper } from './ship/shipper.js'
 import type { Source } from './types.js'
+import type { GpuCollector } from './gpu/index.js'
 
 /** What {@link startAgent} needs; the CLI builds it from the validated config. */
 export interface AgentOptions {
@@ -31,8 +32,8 @@ export interface AgentDeps {
   readonly plugins?: ReadonlyArray<
     (app: FastifyInstance, ctx: { recorder: Recorder; registry: Registry }) => Promise<void>
   >
-  /** Produces the GPU part of each interval report. */
-  readonly extras?: () => { gpus?: unknown[] }
+  /** GPU telemetry (NVML, DCGM exporter): folded into each interval report, exposed on /metrics. */
+  readonly gpu?: GpuCollector
 }
 
 export interface RunningAgent {
@@ -79,7 +80,7 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     recorder,
     spool,
     ...(deps.clock ? { clock: deps.clock } : {}),
-    ...(deps.extras ? { extras: deps.extras as () => { gpus?: unknown[] } } : {}),
+    ...(deps.gpu ? { extras: () => ({ gpus: deps.gpu!.drainInterval() }) } : {}),
     log: (level, msg) => log?.[level](msg),
   })
 
@@ -130,6 +131,13 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     await source.start(recorder)
   }
 
+  if (deps.gpu) {
+    deps.gpu.registerMetrics(registry)
+    await deps.gpu.start(recorder)
+    for (const { name, status } of deps.gpu.statuses())
+      if (status.state === 'unavailable') log?.warn(`GPU source ${name} unavailable: ${status.reason}`)
+  }
+
   let app: FastifyInstance | null = null
   let address: { host: string; port: number } | null = null
   if (opts.http) {
@@ -149,7 +157,10 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     app.get('/healthz', async () => ({
       status: 'ok',
       spool: { reports: spool.size, bytes: spool.bytes },
-      sources: (deps.sources ?? []).map((s) => ({ name: s.name, ...s.status() })),
+      sources: [
+        ...(deps.sources ?? []).map((s) => ({ name: s.name, ...s.status() })),
+        ...(deps.gpu?.statuses() ?? []).map((s) => ({ name: s.name, ...s.status })),
+      ],
     }))
     app.get('/metrics', async (_req, reply) => {
       syncShipped()
@@ -171,6 +182,7 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     async stop() {
       if (app) await app.close()
       for (const source of deps.sources ?? []) await source.stop()
+      await deps.gpu?.stop()
       await shipper.stop()
     },
   }

@@ -181,6 +181,7 @@ export function resolveConfig(input: {
           f.agent?.otlp?.token ??
           d.agent.otlp.token,
       },
+      gpu: { ...d.agent.gpu, ...f.agent?.gpu, ...(flags.agent?.gpu as object) },
       labels: { ...d.agent.labels, ...f.agent?.labels, ...(flags.agent?.labels as object) },
     } as TailguardConfig['agent'],
     start: { ...d.start, ...f.start, ...(flags.start as object) } as TailguardConfig['start'],

@@ -68,6 +68,35 @@ export const AgentSection = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** GPU telemetry sources. */
+    gpu: Type.Object(
+      {
+        nvml: Type.Boolean(),
+        /** libnvidia-ml path; null uses TAILGUARD_NVML_LIBRARY or libnvidia-ml.so.1. */
+        nvmlLibrary: Type.Union([Type.String(), Type.Null()]),
+        /** A DCGM exporter to scrape, e.g. http://127.0.0.1:9400/metrics; null scrapes none. */
+        dcgmUrl: Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()]),
+        periodMs: Type.Integer({ minimum: 100, maximum: 600_000 }),
+        /** Where /proc is (a DaemonSet mounts the host's). */
+        procRoot: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+    /** Model-server replicas on this node, so GPU processes are attributed to them. */
+    replicas: Type.Array(
+      Type.Object(
+        {
+          service: Type.String({ minLength: 1 }),
+          model: Type.String(),
+          version: Type.String(),
+          replica: Type.String({ minLength: 1 }),
+          pids: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }))),
+          podUid: Type.Optional(Type.String()),
+          containerId: Type.Optional(Type.String()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** Span → phase mapping overrides (see the README's OTLP section). */
     mapping: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     /** Default labels for spans that lack them. */
@@ -154,6 +183,8 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     spoolDir: null,
     spoolMaxBytes: 64 * 1024 * 1024,
     otlp: { host: '127.0.0.1', port: DEFAULT_OTLP_PORT, token: null, bodyLimitBytes: 8 * 1024 * 1024 },
+    gpu: { nvml: true, nvmlLibrary: null, dcgmUrl: null, periodMs: 1000, procRoot: '/proc' },
+    replicas: [],
     labels: {},
   },
   start: { dataDir: '.tailguard', demo: true, demoSpeed: 10, demoTrace: null },

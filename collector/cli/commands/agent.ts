@@ -13,6 +13,9 @@ interface AgentFlags {
   node?: string
   intervalMs?: number
   spoolDir?: string
+  nvml: boolean
+  dcgmUrl?: string
+  gpuPeriodMs?: number
 }
 
 /** `tailguard agent`: the per-node agent (OTLP/HTTP receiver, sources, interval reports to the collector). */
@@ -33,7 +36,14 @@ export const registerAgent: RegisterCommand = (program, io) => {
       .option('--id <id>', 'agent id (default: the node name)')
       .option('--node <name>', 'node name label (default: the host name)')
       .option('--interval-ms <ms>', 'report interval in ms (default 5000)', intArg('--interval-ms', 100))
-      .option('--spool-dir <dir>', 'folder for reports not yet acknowledged (default: memory only)'),
+      .option('--spool-dir <dir>', 'folder for reports not yet acknowledged (default: memory only)')
+      .option('--no-nvml', 'do not read GPUs through NVML (libnvidia-ml.so.1, or TAILGUARD_NVML_LIBRARY)')
+      .option('--dcgm-url <url>', 'scrape a DCGM exporter, e.g. http://127.0.0.1:9400/metrics')
+      .option(
+        '--gpu-period-ms <ms>',
+        'GPU sampling period in ms (default 1000)',
+        intArg('--gpu-period-ms', 100),
+      ),
   )
     .addHelpText(
       'after',
@@ -47,6 +57,11 @@ export const registerAgent: RegisterCommand = (program, io) => {
           ...(flags.node !== undefined ? { node: flags.node } : {}),
           ...(flags.intervalMs !== undefined ? { intervalMs: flags.intervalMs } : {}),
           ...(flags.spoolDir !== undefined ? { spoolDir: flags.spoolDir } : {}),
+          gpu: {
+            ...(flags.nvml === false ? { nvml: false } : {}),
+            ...(flags.dcgmUrl !== undefined ? { dcgmUrl: flags.dcgmUrl } : {}),
+            ...(flags.gpuPeriodMs !== undefined ? { periodMs: flags.gpuPeriodMs } : {}),
+          },
           otlp: {
             ...(flags.otlpPort !== undefined ? { port: flags.otlpPort } : {}),
             ...(flags.otlpHost !== undefined ? { host: flags.otlpHost } : {}),
