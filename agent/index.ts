@@ -23,3 +23,5 @@ export {
 export type { OtlpReceiverOptions, OtlpExportResult } from './sources/otlp/receiver.js'
 export { STATUS_CODE_UNSET, STATUS_CODE_OK, STATUS_CODE_ERROR } from './sources/otlp/types.js'
 export type { OtlpSpan, OtlpEvent, Attributes, AttributeValue, DecodeResult } from './sources/otlp/types.js'
+export { createInferenceSdk, SDK_ATTR, SDK_FIRST_TOKEN_EVENT } from './sdk/inference-sdk.js'
+export type { InferenceSdk, InferenceSdkOptions, InferenceRequest, RequestEnd } from './sdk/inference-sdk.js'
