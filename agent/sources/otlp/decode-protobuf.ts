@@ -37,7 +37,7 @@ function subEnd(r: Reader, parentEnd: number, what: string): number {
   const at = r.pos
   const len = r.uint32()
   const end = r.pos + len
-  if (end > parentEnd) fail(`${what} at offset ${at}: length ${len} runs past the end of its message`)
+  if (end > parentEnd) fail(`${what}: length ${len} at offset ${at} runs past the end of its message`)
   return end
 }
 
@@ -130,7 +130,8 @@ function readAnyValue(r: Reader, end: number, depth: number): AttributeValue | u
       }
       case 7:
         expectWire(wt, WT_LEN, 'AnyValue.bytes_value', at)
-        value = r.bytes()
+        // A copy: a view would keep the whole request body alive.
+        value = new Uint8Array(r.bytes())
         break
       default:
         skipField(r, wt, end)
