@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRecorder, otlpReceiver } from '../../../../agent/index.js'
 import type { Recorder } from '../../../../agent/index.js'
 import { prng } from './helpers.js'
-import { attrs, ns, request, span, toJson, toProtobuf } from './payloads.js'
+import { attrs, ns, request, span, toProtobuf } from './payloads.js'
 import type { JsonRequest } from './payloads.js'
 
 // Mutated payloads through app.inject(): the receiver must never answer 5xx, never crash, and must keep
