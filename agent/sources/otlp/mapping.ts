@@ -253,8 +253,9 @@ class SpanMapperImpl implements SpanMapper {
       return ''
     }
     const c = this.config.labels
+    const service = pick(c.service)
     l = {
-      service: pick(c.service),
+      service: service === '' ? this.config.defaultService : service,
       model: pick(c.model),
       version: pick(c.version),
       replica: pick(c.replica),
@@ -279,13 +280,20 @@ class SpanMapperImpl implements SpanMapper {
       return fallback
     }
     const service = pick(c.service, base.service)
-    return {
-      service: service === '' ? this.config.defaultService : service,
-      model: pick(c.model, base.model),
-      version: pick(c.version, base.version),
-      replica: pick(c.replica, base.replica),
-      node: pick(c.node, base.node),
-    }
+    const model = pick(c.model, base.model)
+    const version = pick(c.version, base.version)
+    const replica = pick(c.replica, base.replica)
+    const node = pick(c.node, base.node)
+    // The resource's own object when no span attribute overrides it: the recorder's cache then hits.
+    if (
+      service === base.service &&
+      model === base.model &&
+      version === base.version &&
+      replica === base.replica &&
+      node === base.node
+    )
+      return base
+    return { service, model, version, replica, node }
   }
 
   #status(span: OtlpSpan): { status: RequestStatus; errorClass?: string } {
