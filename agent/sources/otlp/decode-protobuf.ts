@@ -57,13 +57,62 @@ function readTag(r: Reader): number {
   return tag
 }
 
+// Attribute objects inherit from an empty object with no prototype: keys such as "__proto__" or
+// "toString" are plain keys, and V8 keeps them fast (Object.create(null) would make dictionaries).
+const ATTRIBUTES_PROTO: object = Object.freeze(Object.create(null) as object)
 function newAttributes(): MutableAttributes {
-  // No prototype, so keys such as "__proto__" are plain keys.
-  return Object.create(null) as MutableAttributes
+  return Object.create(ATTRIBUTES_PROTO) as MutableAttributes
 }
 
-const toHex = (b: Uint8Array): string =>
-  b.length === 0 ? '' : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')
+function outOfRange(r: Reader, len: number): never {
+  throw new RangeError(`index out of range: ${r.pos} + ${len} > ${r.len}`)
+}
+
+/** A length-delimited bytes field as lowercase hex (span and trace ids), without a Buffer per id. */
+function readHex(r: Reader): string {
+  const len = r.uint32()
+  const start = r.pos
+  const end = start + len
+  if (end > r.len) outOfRange(r, len)
+  r.pos = end
+  return len === 0 ? '' : (r.buf as Buffer).toString('hex', start, end)
+}
+
+// Short strings repeat a lot in OTLP (attribute keys, service and model names, span names): a direct-mapped
+// cache keyed by the bytes returns the same string object for the same bytes, which skips a UTF-8 decode
+// and lets the recorder compare labels by pointer. Entries are verified byte for byte.
+const STRING_CACHE_SLOTS = 2048
+const INTERN_MAX_BYTES = 48
+const cachedBytes: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(STRING_CACHE_SLOTS)
+const cachedStrings: string[] = new Array<string>(STRING_CACHE_SLOTS).fill('')
+
+function readString(r: Reader): string {
+  const len = r.uint32()
+  const start = r.pos
+  const end = start + len
+  if (end > r.len) outOfRange(r, len)
+  r.pos = end
+  const buf = r.buf as Buffer
+  if (len === 0) return ''
+  if (len > INTERN_MAX_BYTES) return buf.toString('utf8', start, end)
+  let h = 0x811c9dc5 ^ len
+  for (let i = start; i < end; i++) h = Math.imul(h ^ buf[i]!, 16777619)
+  const slot = (h >>> 0) & (STRING_CACHE_SLOTS - 1)
+  const known = cachedBytes[slot]
+  if (known !== undefined && known.length === len) {
+    let same = true
+    for (let i = 0; i < len; i++)
+      if (known[i] !== buf[start + i]) {
+        same = false
+        break
+      }
+    if (same) return cachedStrings[slot]!
+  }
+  const s = buf.toString('utf8', start, end)
+  cachedBytes[slot] = Uint8Array.prototype.slice.call(buf, start, end)
+  cachedStrings[slot] = s
+  return s
+}
 
 function readInt64(r: Reader): number {
   const v = r.int64() as unknown as number | { toNumber(): number }
@@ -80,7 +129,7 @@ function readAnyValue(r: Reader, end: number, depth: number): AttributeValue | u
     switch (tag >>> 3) {
       case 1:
         expectWire(wt, WT_LEN, 'AnyValue.string_value', at)
-        value = r.string()
+        value = readString(r)
         break
       case 2:
         expectWire(wt, WT_VARINT, 'AnyValue.bool_value', at)
@@ -151,7 +200,7 @@ function readKeyValue(r: Reader, end: number, into: MutableAttributes, depth: nu
     switch (tag >>> 3) {
       case 1:
         expectWire(wt, WT_LEN, 'KeyValue.key', at)
-        key = r.string()
+        key = readString(r)
         break
       case 2:
         expectWire(wt, WT_LEN, 'KeyValue.value', at)
@@ -199,7 +248,7 @@ function readEvent(r: Reader, end: number): RawEvent {
         break
       case 2:
         expectWire(wt, WT_LEN, 'Span.Event.name', at)
-        ev.name = r.string()
+        ev.name = readString(r)
         break
       case 3:
         expectWire(wt, WT_LEN, 'Span.Event.attributes', at)
@@ -234,19 +283,19 @@ function readSpan(r: Reader, end: number, resource: MutableAttributes): OtlpSpan
     switch (tag >>> 3) {
       case 1:
         expectWire(wt, WT_LEN, 'Span.trace_id', at)
-        traceId = toHex(r.bytes())
+        traceId = readHex(r)
         break
       case 2:
         expectWire(wt, WT_LEN, 'Span.span_id', at)
-        spanId = toHex(r.bytes())
+        spanId = readHex(r)
         break
       case 4:
         expectWire(wt, WT_LEN, 'Span.parent_span_id', at)
-        parentSpanId = toHex(r.bytes())
+        parentSpanId = readHex(r)
         break
       case 5:
         expectWire(wt, WT_LEN, 'Span.name', at)
-        name = r.string()
+        name = readString(r)
         break
       case 6:
         expectWire(wt, WT_VARINT, 'Span.kind', at)
@@ -278,7 +327,7 @@ function readSpan(r: Reader, end: number, resource: MutableAttributes): OtlpSpan
           const t = readTag(r)
           if (t >>> 3 === 2) {
             expectWire(t & 7, WT_LEN, 'Status.message', at2)
-            statusMessage = r.string()
+            statusMessage = readString(r)
           } else if (t >>> 3 === 3) {
             expectWire(t & 7, WT_VARINT, 'Status.code', at2)
             statusCode = r.int32()
@@ -358,7 +407,10 @@ function readResourceSpans(r: Reader, end: number, out: OtlpSpan[]): void {
  */
 export function decodeTracesProtobuf(body: Uint8Array): DecodeResult {
   try {
-    const r = protobuf.Reader.create(body)
+    // Always a Buffer, so strings decode with Buffer#toString.
+    const r = protobuf.Reader.create(
+      Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+    )
     const spans: OtlpSpan[] = []
     const end = r.len
     while (r.pos < end) {
