@@ -1,3 +1,5 @@
+import { newAttributes } from './attributes.js'
+import type { MutableAttributes } from './attributes.js'
 import type { AttributeValue, DecodeResult, OtlpEvent, OtlpSpan } from './types.js'
 
 // OTLP/JSON (the OTLP specification, "JSON Protobuf Encoding"): the proto3 JSON mapping with
@@ -6,7 +8,6 @@ import type { AttributeValue, DecodeResult, OtlpEvent, OtlpSpan } from './types.
 
 const MAX_VALUE_DEPTH = 32
 
-type MutableAttributes = Record<string, AttributeValue>
 type Json = unknown
 
 class JsonShapeError extends Error {}
@@ -17,10 +18,6 @@ function fail(path: string, message: string): never {
 
 const isObject = (v: Json): v is Record<string, Json> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)
-
-function newAttributes(): MutableAttributes {
-  return Object.create(null) as MutableAttributes
-}
 
 function arrayAt(v: Json, path: string): readonly Json[] {
   if (v === undefined || v === null) return []

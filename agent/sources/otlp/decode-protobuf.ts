@@ -1,4 +1,6 @@
 import protobuf from 'protobufjs/minimal.js'
+import { newAttributes } from './attributes.js'
+import type { MutableAttributes } from './attributes.js'
 import type { AttributeValue, DecodeResult, OtlpEvent, OtlpSpan } from './types.js'
 
 // Field numbers and wire types from opentelemetry-proto (collector/trace/v1/trace_service.proto,
@@ -24,7 +26,6 @@ const TWO_32 = 4294967296
 const MAX_VALUE_DEPTH = 32
 
 type Reader = protobuf.Reader
-type MutableAttributes = Record<string, AttributeValue>
 
 class ProtobufDecodeError extends Error {}
 
@@ -55,13 +56,6 @@ function readTag(r: Reader): number {
   const tag = r.uint32()
   if (tag >>> 3 === 0) fail(`invalid field number 0 at offset ${at}`)
   return tag
-}
-
-// Attribute objects inherit from an empty object with no prototype: keys such as "__proto__" or
-// "toString" are plain keys, and V8 keeps them fast (Object.create(null) would make dictionaries).
-const ATTRIBUTES_PROTO: object = Object.freeze(Object.create(null) as object)
-function newAttributes(): MutableAttributes {
-  return Object.create(ATTRIBUTES_PROTO) as MutableAttributes
 }
 
 function outOfRange(r: Reader, len: number): never {
