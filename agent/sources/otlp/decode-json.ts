@@ -10,10 +10,26 @@ const MAX_VALUE_DEPTH = 32
 
 type Json = unknown
 
-class JsonShapeError extends Error {}
+// Paths in error messages are built only when something fails: each function reports the path relative
+// to the value it was given, and loops prepend the element's index on the way out (no string building on
+// the success path).
+class JsonShapeError extends Error {
+  constructor(
+    public path: string,
+    readonly detail: string,
+  ) {
+    super(detail)
+  }
+}
 
 function fail(path: string, message: string): never {
-  throw new JsonShapeError(`${path}: ${message}`)
+  throw new JsonShapeError(path, message)
+}
+
+/** Prefixes the path of a shape error thrown below `prefix`; other errors pass through. */
+function within(err: unknown, prefix: string): unknown {
+  if (err instanceof JsonShapeError) err.path = prefix + err.path
+  return err
 }
 
 const isObject = (v: Json): v is Record<string, Json> =>
@@ -44,6 +60,8 @@ function describe(v: Json): string {
 }
 
 const DECIMAL = /^[0-9]{1,20}$/
+const INTEGER = /^-?[0-9]{1,20}$/
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/
 
 /** A 64-bit unsigned nanosecond time split as [seconds, nanoseconds], so differences stay exact. */
 function timeAt(v: Json, path: string): [number, number] {
@@ -82,21 +100,21 @@ const KIND_NAMES = [
 ]
 const STATUS_NAMES = ['STATUS_CODE_UNSET', 'STATUS_CODE_OK', 'STATUS_CODE_ERROR']
 
-function anyValue(v: Json, path: string, depth: number): AttributeValue | undefined {
-  if (depth > MAX_VALUE_DEPTH) fail(path, `attribute values nested deeper than ${MAX_VALUE_DEPTH}`)
+function anyValue(v: Json, depth: number): AttributeValue | undefined {
+  if (depth > MAX_VALUE_DEPTH) fail('', `attribute values nested deeper than ${MAX_VALUE_DEPTH}`)
   if (v === undefined || v === null) return undefined
-  const o = objectAt(v, path)
-  if (o.stringValue !== undefined) return stringAt(o.stringValue, `${path}.stringValue`)
+  const o = objectAt(v, '')
+  if (o.stringValue !== undefined) return stringAt(o.stringValue, '.stringValue')
   if (o.boolValue !== undefined) {
     if (typeof o.boolValue !== 'boolean')
-      fail(`${path}.boolValue`, `expected a boolean, got ${describe(o.boolValue)}`)
+      fail('.boolValue', `expected a boolean, got ${describe(o.boolValue)}`)
     return o.boolValue
   }
   if (o.intValue !== undefined) {
     const i = o.intValue
     if (typeof i === 'number' && Number.isInteger(i)) return i
-    if (typeof i === 'string' && /^-?[0-9]{1,20}$/.test(i)) return Number(i)
-    return fail(`${path}.intValue`, `expected an integer or a decimal string, got ${describe(i)}`)
+    if (typeof i === 'string' && INTEGER.test(i)) return Number(i)
+    return fail('.intValue', `expected an integer or a decimal string, got ${describe(i)}`)
   }
   if (o.doubleValue !== undefined) {
     const d = o.doubleValue
@@ -104,77 +122,105 @@ function anyValue(v: Json, path: string, depth: number): AttributeValue | undefi
     // proto3 JSON writes non-finite doubles as strings.
     if (d === 'NaN' || d === 'Infinity' || d === '-Infinity') return Number(d)
     if (typeof d === 'string' && d.trim() !== '' && Number.isFinite(Number(d))) return Number(d)
-    return fail(`${path}.doubleValue`, `expected a number, got ${describe(d)}`)
+    return fail('.doubleValue', `expected a number, got ${describe(d)}`)
   }
   if (o.arrayValue !== undefined) {
-    const a = objectAt(o.arrayValue, `${path}.arrayValue`)
-    const values = arrayAt(a.values, `${path}.arrayValue.values`)
+    const a = objectAt(o.arrayValue, '.arrayValue')
+    const values = arrayAt(a.values, '.arrayValue.values')
     const out: AttributeValue[] = []
     for (let i = 0; i < values.length; i++) {
-      const x = anyValue(values[i], `${path}.arrayValue.values[${i}]`, depth + 1)
-      if (x !== undefined) out.push(x)
+      try {
+        const x = anyValue(values[i], depth + 1)
+        if (x !== undefined) out.push(x)
+      } catch (err) {
+        throw within(err, `.arrayValue.values[${i}]`)
+      }
     }
     return out
   }
   if (o.kvlistValue !== undefined) {
-    const kv = objectAt(o.kvlistValue, `${path}.kvlistValue`)
+    const kv = objectAt(o.kvlistValue, '.kvlistValue')
     const into = newAttributes()
-    keyValues(kv.values, `${path}.kvlistValue.values`, into, depth + 1)
+    try {
+      keyValues(kv.values, into, depth + 1)
+    } catch (err) {
+      throw within(err, '.kvlistValue.values')
+    }
     return into
   }
   if (o.bytesValue !== undefined) {
-    const b = stringAt(o.bytesValue, `${path}.bytesValue`)
+    const b = stringAt(o.bytesValue, '.bytesValue')
     // proto3 JSON: bytes are base64 (standard or URL-safe alphabet).
-    if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(b)) fail(`${path}.bytesValue`, 'expected base64')
+    if (!BASE64.test(b)) fail('.bytesValue', 'expected base64')
     return new Uint8Array(Buffer.from(b, 'base64'))
   }
   return undefined
 }
 
-function keyValues(v: Json, path: string, into: MutableAttributes, depth: number): void {
-  const list = arrayAt(v, path)
+/** Reads a KeyValue list into `into`; errors carry paths relative to the list. */
+function keyValues(v: Json, into: MutableAttributes, depth: number): void {
+  const list = arrayAt(v, '')
   for (let i = 0; i < list.length; i++) {
-    const p = `${path}[${i}]`
-    const kv = objectAt(list[i], p)
-    const key = stringAt(kv.key, `${p}.key`)
-    const value = anyValue(kv.value, `${p}.value`, depth)
-    if (value !== undefined) into[key] = value
+    try {
+      const kv = objectAt(list[i], '')
+      const key = stringAt(kv.key, '.key')
+      let value: AttributeValue | undefined
+      try {
+        value = anyValue(kv.value, depth)
+      } catch (err) {
+        throw within(err, '.value')
+      }
+      if (value !== undefined) into[key] = value
+    } catch (err) {
+      throw within(err, `[${i}]`)
+    }
   }
 }
 
-function span(v: Json, path: string, resource: MutableAttributes): OtlpSpan {
-  const s = objectAt(v, path)
-  const [startS, startNs] = timeAt(s.startTimeUnixNano, `${path}.startTimeUnixNano`)
-  const [endS, endNs] = timeAt(s.endTimeUnixNano, `${path}.endTimeUnixNano`)
+function attributesAt(v: Json, path: string, into: MutableAttributes): void {
+  try {
+    keyValues(v, into, 0)
+  } catch (err) {
+    throw within(err, path)
+  }
+}
+
+function span(v: Json, resource: MutableAttributes): OtlpSpan {
+  const s = objectAt(v, '')
+  const [startS, startNs] = timeAt(s.startTimeUnixNano, '.startTimeUnixNano')
+  const [endS, endNs] = timeAt(s.endTimeUnixNano, '.endTimeUnixNano')
   const attributes = newAttributes()
-  keyValues(s.attributes, `${path}.attributes`, attributes, 0)
+  attributesAt(s.attributes, '.attributes', attributes)
   const events: OtlpEvent[] = []
-  const rawEvents = arrayAt(s.events, `${path}.events`)
+  const rawEvents = arrayAt(s.events, '.events')
   for (let i = 0; i < rawEvents.length; i++) {
-    const p = `${path}.events[${i}]`
-    const e = objectAt(rawEvents[i], p)
-    const [es, ens] = timeAt(e.timeUnixNano, `${p}.timeUnixNano`)
-    const ea = newAttributes()
-    keyValues(e.attributes, `${p}.attributes`, ea, 0)
-    events.push({
-      name: stringAt(e.name, `${p}.name`),
-      offsetNs: (es - startS) * 1e9 + (ens - startNs),
-      attributes: ea,
-    })
+    try {
+      const e = objectAt(rawEvents[i], '')
+      const [es, ens] = timeAt(e.timeUnixNano, '.timeUnixNano')
+      const ea = newAttributes()
+      attributesAt(e.attributes, '.attributes', ea)
+      events.push({
+        name: stringAt(e.name, '.name'),
+        offsetNs: (es - startS) * 1e9 + (ens - startNs),
+        attributes: ea,
+      })
+    } catch (err) {
+      throw within(err, `.events[${i}]`)
+    }
   }
   let statusCode = 0
   let statusMessage = ''
   if (s.status !== undefined && s.status !== null) {
-    const st = objectAt(s.status, `${path}.status`)
-    statusCode = enumAt(st.code, `${path}.status.code`, STATUS_NAMES)
-    statusMessage = stringAt(st.message, `${path}.status.message`)
+    const st = objectAt(s.status, '.status')
+    statusCode = enumAt(st.code, '.status.code', STATUS_NAMES)
+    statusMessage = stringAt(st.message, '.status.message')
   }
   return {
-    traceId: stringAt(s.traceId, `${path}.traceId`).toLowerCase(),
-    spanId: stringAt(s.spanId, `${path}.spanId`).toLowerCase(),
-    parentSpanId: stringAt(s.parentSpanId, `${path}.parentSpanId`).toLowerCase(),
-    name: stringAt(s.name, `${path}.name`),
-    kind: enumAt(s.kind, `${path}.kind`, KIND_NAMES),
+    traceId: stringAt(s.traceId, '.traceId').toLowerCase(),
+    spanId: stringAt(s.spanId, '.spanId').toLowerCase(),
+    parentSpanId: stringAt(s.parentSpanId, '.parentSpanId').toLowerCase(),
+    name: stringAt(s.name, '.name'),
+    kind: enumAt(s.kind, '.kind', KIND_NAMES),
     startTimeUnixNano: startS * 1e9 + startNs,
     durationNs: (endS - startS) * 1e9 + (endNs - startNs),
     attributes,
@@ -182,6 +228,23 @@ function span(v: Json, path: string, resource: MutableAttributes): OtlpSpan {
     events,
     statusCode,
     statusMessage,
+  }
+}
+
+function resourceSpans(v: Json, out: OtlpSpan[]): void {
+  const rs = objectAt(v, '')
+  const resource = newAttributes()
+  if (rs.resource !== undefined && rs.resource !== null)
+    attributesAt(objectAt(rs.resource, '.resource').attributes, '.resource.attributes', resource)
+  const sss = arrayAt(rs.scopeSpans, '.scopeSpans')
+  for (let j = 0; j < sss.length; j++) {
+    let k = -1
+    try {
+      const list = arrayAt(objectAt(sss[j], '').spans, '.spans')
+      for (k = 0; k < list.length; k++) out.push(span(list[k], resource))
+    } catch (err) {
+      throw within(err, k < 0 ? `.scopeSpans[${j}]` : `.scopeSpans[${j}].spans[${k}]`)
+    }
   }
 }
 
@@ -196,25 +259,24 @@ function span(v: Json, path: string, resource: MutableAttributes): OtlpSpan {
  */
 export function decodeTracesJsonValue(value: unknown): DecodeResult {
   try {
-    const root = objectAt(value, '$')
+    const root = objectAt(value, '')
     const spans: OtlpSpan[] = []
-    const rss = arrayAt(root.resourceSpans, '$.resourceSpans')
+    const rss = arrayAt(root.resourceSpans, '.resourceSpans')
     for (let i = 0; i < rss.length; i++) {
-      const p = `$.resourceSpans[${i}]`
-      const rs = objectAt(rss[i], p)
-      const resource = newAttributes()
-      if (rs.resource !== undefined && rs.resource !== null)
-        keyValues(objectAt(rs.resource, `${p}.resource`).attributes, `${p}.resource.attributes`, resource, 0)
-      const sss = arrayAt(rs.scopeSpans, `${p}.scopeSpans`)
-      for (let j = 0; j < sss.length; j++) {
-        const sp = `${p}.scopeSpans[${j}]`
-        const list = arrayAt(objectAt(sss[j], sp).spans, `${sp}.spans`)
-        for (let k = 0; k < list.length; k++) spans.push(span(list[k], `${sp}.spans[${k}]`, resource))
+      try {
+        resourceSpans(rss[i], spans)
+      } catch (err) {
+        throw within(err, `.resourceSpans[${i}]`)
       }
     }
     return { ok: true, spans }
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err)
+    const message =
+      err instanceof JsonShapeError
+        ? `$${err.path}: ${err.detail}`
+        : err instanceof Error
+          ? err.message
+          : String(err)
     return { ok: false, error: `invalid OTLP/JSON payload: ${message}` }
   }
 }
