@@ -38,6 +38,11 @@ export interface OtlpMappingConfig {
   readonly outputTokenAttributes: readonly string[]
   /** Span events marking the first output token of a request span (TTFT = event time − span start). */
   readonly firstTokenEvents: readonly string[]
+  /**
+   * Whether a root span of kind SERVER (no parent) with no other rule is a whole request: what HTTP and
+   * gRPC server instrumentation emits for each call, so an instrumented server needs no tailguard attributes.
+   */
+  readonly serverRootSpansAreRequests: boolean
   /** Whether to read vLLM's request span (`llm_request` with `gen_ai.latency.*` attributes). */
   readonly vllm: boolean
   /** Whether to read Triton's OpenTelemetry trace mode (model request spans and `compute` spans). */
@@ -144,6 +149,7 @@ export const OTLP_MAPPING_DEFAULTS: OtlpMappingConfig = {
     VLLM_ATTR.completionTokens,
   ],
   firstTokenEvents: ['tailguard.first_token', 'first_token'],
+  serverRootSpansAreRequests: true,
   vllm: true,
   triton: true,
   tritonPhases: { computeInput: 'h2d', computeInfer: 'kernel', computeOutput: 'd2h' },
@@ -215,6 +221,8 @@ function numberAttr(attrs: Attributes, key: string): number | undefined {
   }
   return undefined
 }
+
+const SPAN_KIND_SERVER = 2
 
 const secondsToUs = (s: number | undefined): DurationUs | undefined => (s === undefined ? undefined : s * 1e6)
 
@@ -477,6 +485,10 @@ class SpanMapperImpl implements SpanMapper {
         if (span.durationNs < 0) this.#refuse('negative_duration')
         continue // recorded with its request span (below, if it is not in this batch)
       }
+      if (c.serverRootSpansAreRequests && span.kind === SPAN_KIND_SERVER && span.parentSpanId === '') {
+        this.#byPhase(span, 'total', sink)
+        continue
+      }
       this.#refuse('unknown_phase')
     }
     if (computeByParent)
@@ -514,7 +526,8 @@ class SpanMapperImpl implements SpanMapper {
 /**
  * Makes a {@link SpanMapper}. Per span, in order: spans marked recorded by the SDK and ignored names are
  * skipped; the `tailguard.phase` attribute wins; then the span-name table; then vLLM's `llm_request`
- * span; then Triton's request and compute spans; anything else is refused as `unknown_phase`.
+ * span; then Triton's request and compute spans; then root SERVER spans as whole requests; anything else
+ * is refused as `unknown_phase`.
  *
  * @example
  * ```ts

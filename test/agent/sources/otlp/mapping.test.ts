@@ -177,6 +177,33 @@ describe('request spans (tailguard.phase=total)', () => {
   })
 })
 
+describe('root SERVER spans', () => {
+  it('are whole requests (HTTP server instrumentation), unless turned off; child or client spans are not', () => {
+    const spans = [
+      span({
+        name: 'POST /v1/chat/completions',
+        kind: 2,
+        durationNs: 42_000_000,
+        attributes: attrs({ 'error.type': '503' }),
+        status: { code: 2 },
+      }),
+      span({ name: 'POST /v1/chat/completions', kind: 2, parentSpanId: '1111111111111111' }),
+      span({ name: 'GET upstream', kind: 3 }),
+    ]
+    const on = mapBoth(spans)
+    expect(on.sink.requests).toHaveLength(1)
+    expect(on.sink.requests[0]).toMatchObject({
+      status: 'error',
+      errorClass: '503',
+      phasesUs: { total: 42_000 },
+    })
+    expect(on.outcome.refusedBy).toEqual({ unknown_phase: 2 })
+    const off = mapBoth(spans, resource, { serverRootSpansAreRequests: false })
+    expect(off.sink.requests).toHaveLength(0)
+    expect(off.outcome.refusedBy).toEqual({ unknown_phase: 3 })
+  })
+})
+
 describe('vLLM request spans', () => {
   // As vLLM's output processor sets them: gen_ai.latency.* in seconds, usage counts, response model.
   const vllmSpan = (extra: Record<string, string | number | boolean> = {}) =>
@@ -225,9 +252,12 @@ describe('vLLM request spans', () => {
     expect(sink.requests[0]!.phasesUs).toEqual({ total: 900_000, kernel: 300_000 })
   })
 
-  it('are refused as unknown when vLLM support is off', () => {
-    const { outcome } = mapBoth([vllmSpan()], resource, { vllm: false })
-    expect(outcome.refusedBy).toEqual({ unknown_phase: 1 })
+  it('are only a root SERVER span (total = span duration) when vLLM support is off', () => {
+    const { sink, outcome } = mapBoth([vllmSpan()], resource, { vllm: false })
+    expect(outcome.refused).toBe(0)
+    expect(sink.requests[0]!.phasesUs).toEqual({ total: 2_500_000 })
+    const off = mapBoth([vllmSpan()], resource, { vllm: false, serverRootSpansAreRequests: false })
+    expect(off.outcome.refusedBy).toEqual({ unknown_phase: 1 })
   })
 })
 
