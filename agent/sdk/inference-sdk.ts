@@ -4,7 +4,7 @@ import { isPhase } from '../../collector/index.js'
 import type { Phase, RequestStatus, SeriesLabels } from '../../collector/index.js'
 import type { DurationUs, SampleSink } from '../types.js'
 
-/** Attributes the SDK puts on its spans (the receiver's default mapping reads the same names). */
+/** Attributes the SDK puts on its spans (the receiver's default mapping reads the same names). @example span.attributes[SDK_ATTR.phase] // 'queue' */
 export const SDK_ATTR = {
   phase: 'tailguard.phase',
   status: 'tailguard.status',
@@ -15,7 +15,7 @@ export const SDK_ATTR = {
   outputTokens: 'gen_ai.usage.output_tokens',
   errorType: 'error.type',
 } as const
-/** Event the SDK adds to the request span at the first output token. */
+/** Event the SDK adds to the request span at the first output token. @example span.events[0].name === SDK_FIRST_TOKEN_EVENT */
 export const SDK_FIRST_TOKEN_EVENT = 'tailguard.first_token'
 
 /**
@@ -41,7 +41,7 @@ export interface InferenceSdkOptions {
   readonly spanName?: string
 }
 
-/** How a request ended. */
+/** How a request ended. @example req.end({ status: 'shed', errorClass: 'queue_full' }) */
 export interface RequestEnd {
   readonly status?: RequestStatus
   /** Error class (`timeout`, `oom`, …) when `status` is `error`; the shed reason when `shed`. */

@@ -60,7 +60,14 @@ export interface OtlpMappingConfig {
   readonly maxPendingComputeSpans: number
 }
 
-/** Partial mapping config as users write it; nested `labels` and `tritonPhases` merge key by key. */
+/**
+ * Partial mapping config as users write it; nested `labels` and `tritonPhases` merge key by key.
+ *
+ * @example
+ * ```ts
+ * const options: OtlpMappingOptions = { labels: { replica: ['k8s.pod.name'] }, triton: false }
+ * ```
+ */
 export type OtlpMappingOptions = Partial<Omit<OtlpMappingConfig, 'labels' | 'tritonPhases'>> & {
   readonly labels?: Partial<Record<LabelName, readonly string[]>>
   readonly tritonPhases?: Partial<OtlpMappingConfig['tritonPhases']>
@@ -76,7 +83,9 @@ export type OtlpMappingOptions = Partial<Omit<OtlpMappingConfig, 'labels' | 'tri
 // gen_ai.usage.completion_tokens, gen_ai.response.model, gen_ai.request.id.
 // Not confirmed: the unit of time_in_model_forward/execute (the V0 engine measured them in ms and, as we
 // read it, divided by 1000 before setting the attribute); we treat them as seconds like the others.
+/** Name of vLLM's per-request span. @example span.name === VLLM_REQUEST_SPAN_NAME */
 export const VLLM_REQUEST_SPAN_NAME = 'llm_request'
+/** vLLM request-span attributes tailguard reads (seconds, except the token count). @example span.attributes[VLLM_ATTR.ttft] */
 export const VLLM_ATTR = {
   queue: 'gen_ai.latency.time_in_queue',
   ttft: 'gen_ai.latency.time_to_first_token',
@@ -94,9 +103,13 @@ export const VLLM_ATTR = {
 // COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END. Both end at their *_END event. The request spans
 // hang under a root span opened by the HTTP/gRPC frontend (named `InferRequest` in the docs we read; we
 // did not find the constant in source), which carries transport events only: it is ignored by default.
+/** Attribute naming the model on Triton's request spans. @example span.attributes[TRITON_ATTR_MODEL] // 'resnet50' */
 export const TRITON_ATTR_MODEL = 'triton.model_name'
+/** Attribute with the model version (an int) on Triton's request spans. @example span.attributes[TRITON_ATTR_VERSION] // 2 */
 export const TRITON_ATTR_VERSION = 'triton.model_version'
+/** Name of Triton's compute span (child of a request span). @example span.name === TRITON_COMPUTE_SPAN_NAME */
 export const TRITON_COMPUTE_SPAN_NAME = 'compute'
+/** Timestamp events of Triton's spans that tailguard reads. @example span.events.find((e) => e.name === TRITON_EVENT.queueStart) */
 export const TRITON_EVENT = {
   queueStart: 'QUEUE_START',
   computeStart: 'COMPUTE_START',
@@ -176,7 +189,14 @@ export function resolveMappingConfig(options: OtlpMappingOptions = {}): Readonly
   })
 }
 
-/** What one batch of spans came to. `refused` spans were counted through `sink.drop(reason)`. */
+/**
+ * What one batch of spans came to. `refused` spans were counted through `sink.drop(reason)`.
+ *
+ * @example
+ * ```ts
+ * const { accepted, refused, refusedBy } = mapper.map(spans, recorder) // refusedBy: { unknown_phase: 2 }
+ * ```
+ */
 export interface MapOutcome {
   readonly accepted: number
   readonly refused: number

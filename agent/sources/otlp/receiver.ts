@@ -13,12 +13,19 @@ import type { DecodeResult } from './types.js'
 const gunzipAsync = promisify(gunzip)
 const inflateAsync = promisify(inflate)
 
-/** Default limit on the request body as sent (compressed or not): 8 MiB. */
+/** Default limit on the request body as sent (compressed or not): 8 MiB. @example { bodyLimitBytes: OTLP_DEFAULT_BODY_LIMIT_BYTES } */
 export const OTLP_DEFAULT_BODY_LIMIT_BYTES = 8 * 1024 * 1024
-/** Default limit on the body after decompression: 64 MiB. */
+/** Default limit on the body after decompression: 64 MiB. @example { maxDecompressedBytes: OTLP_DEFAULT_MAX_DECOMPRESSED_BYTES } */
 export const OTLP_DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
-/** What one export request came to, for the agent's own metrics and logs. */
+/**
+ * What one export request came to, for the agent's own metrics and logs.
+ *
+ * @example
+ * ```ts
+ * onExport: (r) => exportsTotal.inc({ code: String(r.statusCode), encoding: r.encoding })
+ * ```
+ */
 export interface OtlpExportResult {
   readonly statusCode: number
   readonly encoding: 'protobuf' | 'json' | 'unknown'

@@ -6,7 +6,14 @@
  * exact to the nanosecond however far from 1970 the span lies.
  */
 
-/** An OTLP `AnyValue`, as a plain JavaScript value. 64-bit integers become numbers (exact up to 2^53). */
+/**
+ * An OTLP `AnyValue`, as a plain JavaScript value. 64-bit integers become numbers (exact up to 2^53).
+ *
+ * @example
+ * ```ts
+ * const v: AttributeValue = ['a', 1, { nested: true }]
+ * ```
+ */
 export type AttributeValue =
   | string
   | number
@@ -15,7 +22,7 @@ export type AttributeValue =
   | readonly AttributeValue[]
   | { readonly [key: string]: AttributeValue }
 
-/** Attributes by key. Later duplicates of a key win. */
+/** Attributes by key. Later duplicates of a key win. @example span.attributes['tailguard.phase'] // 'kernel' */
 export type Attributes = Readonly<Record<string, AttributeValue>>
 
 /**
@@ -33,9 +40,11 @@ export interface OtlpEvent {
   readonly attributes: Attributes
 }
 
-/** OTLP span status codes. */
+/** OTLP span status code: unset. @example span.statusCode === STATUS_CODE_UNSET */
 export const STATUS_CODE_UNSET = 0
+/** OTLP span status code: ok. @example span.statusCode === STATUS_CODE_OK */
 export const STATUS_CODE_OK = 1
+/** OTLP span status code: error. @example span.statusCode === STATUS_CODE_ERROR */
 export const STATUS_CODE_ERROR = 2
 
 /**
@@ -66,6 +75,14 @@ export interface OtlpSpan {
   readonly statusMessage: string
 }
 
-/** What a decoder returns: spans, or why the payload could not be read. Decoders never throw. */
+/**
+ * What a decoder returns: spans, or why the payload could not be read. Decoders never throw.
+ *
+ * @example
+ * ```ts
+ * const r: DecodeResult = decodeTracesJson(body)
+ * if (!r.ok) return reply.code(400).send({ message: r.error })
+ * ```
+ */
 export type DecodeResult =
   { readonly ok: true; readonly spans: OtlpSpan[] } | { readonly ok: false; readonly error: string }
