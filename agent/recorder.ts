@@ -50,6 +50,8 @@ const SUB_BUCKET_HALF_COUNT = 1 << SUB_BUCKET_HALF_MAGNITUDE
 if (HISTOGRAM_LOWEST_US !== 1 || HISTOGRAM_DIGITS !== 3 || HISTOGRAM_HIGHEST_US >= 2 ** 32)
   throw new Error('agent/recorder.ts: the fast counts layout assumes 1 µs .. < 2^32 µs at 3 digits')
 const COUNTS_LENGTH = indexOf(HISTOGRAM_HIGHEST_US) + 1
+/** Covers values below 2^17 µs (131 ms) at first (32 KB); arrays double as larger values arrive. */
+const INITIAL_COUNTS_LENGTH = 8 * SUB_BUCKET_HALF_COUNT
 
 function indexOf(v: number): number {
   const u = v >>> 0
@@ -70,17 +72,27 @@ const TPOT_INDEX = METRIC_INDEX.get('tpot')!
 
 /** Counts of one metric of one series since the last drain. */
 class MetricCounts {
-  readonly counts = new Uint32Array(COUNTS_LENGTH)
+  // Grown on demand up to COUNTS_LENGTH (94 KB): most phases never see values past a few seconds.
+  counts = new Uint32Array(INITIAL_COUNTS_LENGTH)
   total = 0
   lo = COUNTS_LENGTH
   hi = -1
 
   add(v: number): void {
     const i = indexOf(v)
+    if (i >= this.counts.length) this.#grow(i)
     this.counts[i]!++
     this.total++
     if (i < this.lo) this.lo = i
     if (i > this.hi) this.hi = i
+  }
+
+  #grow(i: number): void {
+    let n = this.counts.length
+    while (n <= i) n *= 2
+    const grown = new Uint32Array(Math.min(n, COUNTS_LENGTH))
+    grown.set(this.counts)
+    this.counts = grown
   }
 
   /** Moves the counts into a new HDR histogram and clears them. */
