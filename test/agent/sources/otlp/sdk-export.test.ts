@@ -7,7 +7,7 @@ import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace
 import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import type { HrTime } from '@opentelemetry/api'
-import { createRecorder, otlpReceiver } from '../../../../agent/index.js'
+import { createInferenceSdk, createRecorder, otlpReceiver } from '../../../../agent/index.js'
 import type { OtlpExportResult } from '../../../../agent/index.js'
 import { decodeHistogram } from '../../../../collector/index.js'
 import { latencySampleUs, nearestRank, prng } from './helpers.js'
@@ -130,5 +130,31 @@ describe('OpenTelemetry SDK → OTLP/HTTP → receiver → recorder', () => {
   })
   it('JSON: percentiles per phase within 0.5% of the exact ones over 120,000 spans', async () => {
     await exportAndCompare('json', 'none', 2)
+  })
+
+  it('spans of the in-process SDK exported to the agent are accepted but not counted a second time', async () => {
+    const inProcess = createRecorder()
+    const viaOtlp = createRecorder()
+    const results: OtlpExportResult[] = []
+    app = Fastify()
+    await app.register(otlpReceiver, { sink: viaOtlp, onExport: (r) => results.push(r) })
+    const address = await app.listen({ host: '127.0.0.1', port: 0 })
+    const provider = new NodeTracerProvider({
+      spanProcessors: [new BatchSpanProcessor(new ProtoExporter({ url: `${address}/v1/traces` }))],
+    })
+    const labels = { service: 'chat', model: 'm', version: '1', replica: 'r', node: 'n' }
+    const sdk = createInferenceSdk({ sink: inProcess, labels, tracer: provider.getTracer('app') })
+    for (let i = 0; i < 50; i++) {
+      const req = sdk.startRequest()
+      req.time('queue', () => undefined)
+      req.time('kernel', () => undefined)
+      req.end({ status: 'ok', outputTokens: 3 })
+    }
+    await provider.forceFlush()
+    await provider.shutdown()
+    expect(results.reduce((n, r) => n + r.spans, 0)).toBe(150)
+    expect(results.every((r) => r.statusCode === 200 && r.refused === 0)).toBe(true)
+    expect(viaOtlp.drain()).toEqual({ series: [], dropped: {} })
+    expect(inProcess.drain().series[0]!.requests).toEqual({ ok: 50, error: 0, shed: 0 })
   })
 })
