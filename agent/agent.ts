@@ -145,7 +145,7 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     app = Fastify({ loggerInstance: log, logController: new LogController({ disableRequestLogging: true }) })
     const want = http.token ? digest(http.token) : null
     app.addHook('onRequest', async (req, reply) => {
-      if (!want || req.url === '/healthz') return
+      if (!want || req.url === '/healthz' || req.url.startsWith('/v1/')) return // the OTLP receiver answers in OTLP's own format
       const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')
       if (!m || !timingSafeEqual(digest(m[1]!), want)) {
         await reply

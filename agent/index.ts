@@ -9,7 +9,7 @@ export { openSpool } from './ship/spool.js'
 export type { Spool, SpooledReport } from './ship/spool.js'
 export { runAgent } from './run.js'
 export { DEMO_SLOS_YAML } from './demo/slos.js'
-export { startDemoReplay } from './demo/replay.js'
+export { startDemoReplay, createSdkEmitter } from './demo/replay.js'
 export { createDemoFleet, seededRandom } from './demo/fleet.js'
 export type { DemoArrival, DemoFleet } from './demo/fleet.js'
 export {

@@ -3,6 +3,9 @@ import type { AgentConfig } from '../collector/index.js'
 import { startAgent } from './agent.js'
 import type { AgentDeps, RunningAgent } from './agent.js'
 import { createGpuCollector, createGpuSources, createPidResolver } from './gpu/index.js'
+import { otlpReceiver } from './sources/otlp/receiver.js'
+import { createSpanMapper } from './sources/otlp/mapping.js'
+import { Counter } from 'prom-client'
 
 const LOOPBACK = /^(127\.|::1$|localhost$)/
 
@@ -54,6 +57,38 @@ export async function runAgent(
       spoolMaxBytes: cfg.spoolMaxBytes,
       http: { host: cfg.otlp.host, port: cfg.otlp.port, token: cfg.otlp.token },
     },
-    { logger, ...deps, gpu },
+    {
+      logger,
+      ...deps,
+      gpu,
+      plugins: [
+        async (app, { recorder, registry }) => {
+          const spans = new Counter({
+            name: 'tailguard_agent_otlp_spans_total',
+            help: 'OTLP spans received, by outcome',
+            labelNames: ['outcome'] as const,
+            registers: [registry],
+          })
+          const requests = new Counter({
+            name: 'tailguard_agent_otlp_requests_total',
+            help: 'OTLP export requests, by HTTP status and encoding',
+            labelNames: ['status', 'encoding'] as const,
+            registers: [registry],
+          })
+          await app.register(otlpReceiver, {
+            sink: recorder,
+            mapping: createSpanMapper(cfg.mapping),
+            bodyLimitBytes: cfg.otlp.bodyLimitBytes,
+            ...(cfg.otlp.token ? { token: cfg.otlp.token } : {}),
+            onExport: (r) => {
+              requests.inc({ status: String(r.statusCode), encoding: r.encoding ?? 'unknown' })
+              spans.inc({ outcome: 'accepted' }, Math.max(0, r.spans - r.refused))
+              if (r.refused > 0) spans.inc({ outcome: 'refused' }, r.refused)
+            },
+          })
+        },
+        ...(deps.plugins ?? []),
+      ],
+    },
   )
 }

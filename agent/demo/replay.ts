@@ -1,4 +1,6 @@
-import type { RequestSample } from '../types.js'
+import type { Phase } from '../../collector/index.js'
+import { createInferenceSdk } from '../sdk/inference-sdk.js'
+import type { RequestSample, SampleSink } from '../types.js'
 import { createDemoFleet } from './fleet.js'
 import type { DemoArrival } from './fleet.js'
 
@@ -64,5 +66,53 @@ export function startDemoReplay(opts: DemoReplayOptions): { stop(): void; readon
   return {
     stop: () => clearInterval(timer),
     emitted: () => emitted,
+  }
+}
+
+/** The order a request goes through its phases (the demo's requests take them one after another). */
+const PHASE_ORDER: readonly Phase[] = [
+  'network',
+  'serialization',
+  'queue',
+  'preprocess',
+  'h2d',
+  'kernel',
+  'd2h',
+  'prefill',
+  'decode',
+  'postprocess',
+]
+
+/**
+ * Turns demo samples into calls of the in-process SDK, as an instrumented model server makes them: a request
+ * is started, each phase starts and ends, the first token is marked after prefill, and the request ends with
+ * its status. The SDK runs on a virtual clock advanced by each phase's duration, so the recorded times are
+ * the model's, and the SDK path (not a shortcut into the recorder) is what the demo exercises.
+ *
+ * @example const emit = createSdkEmitter(agent.recorder); startDemoReplay({ arrivals, speed: 10, emit })
+ */
+export function createSdkEmitter(sink: SampleSink): (sample: RequestSample) => void {
+  let nowMs = 0
+  const sdk = createInferenceSdk({
+    sink,
+    labels: { service: 'demo', model: '', version: '', replica: '', node: '' },
+    clock: () => nowMs,
+    timeOriginMs: Date.now(),
+  })
+  return (s) => {
+    const req = sdk.startRequest(s.labels)
+    for (const phase of PHASE_ORDER) {
+      const us = s.phasesUs[phase]
+      if (us === undefined) continue
+      req.startPhase(phase)
+      nowMs += us / 1000
+      req.endPhase(phase)
+      if (phase === 'prefill') req.firstToken()
+    }
+    req.end({
+      status: s.status,
+      ...(s.errorClass !== undefined ? { errorClass: s.errorClass } : {}),
+      ...(s.outputTokens !== undefined ? { outputTokens: s.outputTokens } : {}),
+    })
   }
 }

@@ -182,7 +182,7 @@ export function resolveConfig(input: {
           d.agent.otlp.token,
       },
       gpu: { ...d.agent.gpu, ...f.agent?.gpu, ...(flags.agent?.gpu as object) },
-      labels: { ...d.agent.labels, ...f.agent?.labels, ...(flags.agent?.labels as object) },
+      mapping: { ...d.agent.mapping, ...f.agent?.mapping, ...(flags.agent?.mapping as object) },
     } as TailguardConfig['agent'],
     start: { ...d.start, ...f.start, ...(flags.start as object) } as TailguardConfig['start'],
   }

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
+import { METRICS, PHASES } from '../report/index.js'
 
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const Scope = Type.Union([Type.Literal('read'), Type.Literal('admin')])
@@ -45,6 +46,51 @@ export const CollectorSection = Type.Object(
     ),
     /** The collector's public URL, used in alert links; default: the address it listens on. */
     externalUrl: Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()]),
+  },
+  { additionalProperties: false },
+)
+
+const MetricName = Type.Union(METRICS.map((m) => Type.Literal(m)))
+const PhaseName = Type.Union(PHASES.map((m) => Type.Literal(m)))
+const Keys = Type.Array(Type.String({ minLength: 1 }))
+
+/** The agent's OTLP span mapping, as users write it (agent/sources/otlp/mapping.ts has the defaults). */
+export const OtlpMappingSection = Type.Object(
+  {
+    labels: Type.Optional(
+      Type.Object(
+        {
+          service: Type.Optional(Keys),
+          model: Type.Optional(Keys),
+          version: Type.Optional(Keys),
+          replica: Type.Optional(Keys),
+          node: Type.Optional(Keys),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    defaultService: Type.Optional(Type.String({ minLength: 1 })),
+    phaseAttribute: Type.Optional(Type.String({ minLength: 1 })),
+    statusAttribute: Type.Optional(Type.String({ minLength: 1 })),
+    recordedAttribute: Type.Optional(Type.String({ minLength: 1 })),
+    spanNamePhases: Type.Optional(Type.Record(Type.String(), MetricName)),
+    ignoredSpanNames: Type.Optional(Keys),
+    outputTokenAttributes: Type.Optional(Keys),
+    firstTokenEvents: Type.Optional(Keys),
+    serverRootSpansAreRequests: Type.Optional(Type.Boolean()),
+    vllm: Type.Optional(Type.Boolean()),
+    triton: Type.Optional(Type.Boolean()),
+    tritonPhases: Type.Optional(
+      Type.Object(
+        {
+          computeInput: Type.Optional(PhaseName),
+          computeInfer: Type.Optional(PhaseName),
+          computeOutput: Type.Optional(PhaseName),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    maxPendingComputeSpans: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
   },
   { additionalProperties: false },
 )
@@ -97,18 +143,8 @@ export const AgentSection = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    /** Span → phase mapping overrides (see the README's OTLP section). */
-    mapping: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    /** Default labels for spans that lack them. */
-    labels: Type.Object(
-      {
-        service: Type.Optional(Type.String()),
-        model: Type.Optional(Type.String()),
-        version: Type.Optional(Type.String()),
-        replica: Type.Optional(Type.String()),
-      },
-      { additionalProperties: false },
-    ),
+    /** Span → phase mapping overrides (see the README's OTLP section); merged over the defaults. */
+    mapping: OtlpMappingSection,
   },
   { additionalProperties: false },
 )
@@ -185,7 +221,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     otlp: { host: '127.0.0.1', port: DEFAULT_OTLP_PORT, token: null, bodyLimitBytes: 8 * 1024 * 1024 },
     gpu: { nvml: true, nvmlLibrary: null, dcgmUrl: null, periodMs: 1000, procRoot: '/proc' },
     replicas: [],
-    labels: {},
+    mapping: {},
   },
   start: { dataDir: '.tailguard', demo: true, demoSpeed: 10, demoTrace: null },
 }

@@ -6,7 +6,7 @@ import { loadConfig, makeLogger, portArg, untilSignal, withCommonOptions } from 
 import { runCollector } from '../../run.js'
 import { runAgent } from '../../../agent/index.js'
 import type { TailguardConfig } from '../../config/index.js'
-import { DEMO_SLOS_YAML, createDemoFleet, startDemoReplay } from '../../../agent/index.js'
+import { DEMO_SLOS_YAML, createDemoFleet, createSdkEmitter, startDemoReplay } from '../../../agent/index.js'
 import type { DemoArrival } from '../../../agent/index.js'
 import {
   AZURE_TRACE_ATTRIBUTION,
@@ -138,7 +138,7 @@ export const registerStart: RegisterCommand = (program, io) => {
         demo = startDemoReplay({
           arrivals,
           speed: cfg.start.demoSpeed,
-          emit: (sample) => agent.recorder.recordRequest(sample),
+          emit: createSdkEmitter(agent.recorder),
         })
         io.out(
           `demo fleet: services demo-chat and demo-vision, replaying ${source} at ${cfg.start.demoSpeed}x (--no-demo turns it off)`,
