@@ -122,10 +122,3 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, everyMs))
   }
 }
-
-/** Exact nearest-rank percentile of sorted values (q in 0..1). */
-export function nearestRank(sorted: Float64Array | number[], q: number): number {
-  const n = sorted.length
-  const rank = Math.max(1, Math.ceil(q * n))
-  return sorted[rank - 1]!
-}
