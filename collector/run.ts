@@ -9,6 +9,7 @@ import { createSloRoutes } from './routes/slos.js'
 import type { Store } from './store/types.js'
 import { CliError } from './cli/command.js'
 import { dashboardDistDir } from './paths.js'
+import { parseDurationMs } from './time.js'
 
 export interface RunningCollector {
   readonly app: FastifyInstance
@@ -43,7 +44,10 @@ export async function runCollector(
     throw new CliError(
       'no agent token configured: set TAILGUARD_AGENT_TOKEN, or collector.agentTokens in the config file',
     )
-  const store = await createStore({ url: c.db, logger: (line: string) => logger.info(line) })
+  const retention = Object.fromEntries(
+    Object.entries(c.retention).map(([level, d]) => [level, d === null ? null : parseDurationMs(d)!]),
+  )
+  const store = await createStore({ url: c.db, retention, logger: (line: string) => logger.info(line) })
   const migrated = await store.migrate()
   if (migrated.kind === 'failed') {
     await store.close()

@@ -2,6 +2,9 @@ import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import { METRICS, PHASES } from '../report/index.js'
 
+const Retention = Type.Union([Type.String({ pattern: '^\\d+(ms|s|m|h|d|w)$' }), Type.Null()], {
+  description: 'a duration like 14d, or null to keep forever',
+})
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const Scope = Type.Union([Type.Literal('read'), Type.Literal('admin')])
 const Secret = Type.String({ minLength: 16, maxLength: 512, pattern: '^\\S+$' })
@@ -27,6 +30,16 @@ export const CollectorSection = Type.Object(
     metricsPublic: Type.Boolean(),
     /** A file or folder of SLO definitions (tailguard YAML or OpenSLO), reloaded on change. */
     slos: Type.Union([Type.String(), Type.Null()]),
+    /** Retention per rollup level (`10s`, `1m`, `1h`, `1d`): a duration like `14d`, or null to keep forever. */
+    retention: Type.Object(
+      {
+        '10s': Type.Optional(Retention),
+        '1m': Type.Optional(Retention),
+        '1h': Type.Optional(Retention),
+        '1d': Type.Optional(Retention),
+      },
+      { additionalProperties: false },
+    ),
     /** How often SLOs are evaluated. */
     sloEvaluationMs: Type.Integer({ minimum: 1000 }),
     /** Alert notification receivers (signed with HMAC-SHA256 when a secret is set). */
@@ -206,6 +219,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     compactEveryMs: 60_000,
     metricsPublic: false,
     slos: null,
+    retention: {},
     sloEvaluationMs: 60_000,
     webhooks: [],
     externalUrl: null,
