@@ -182,8 +182,11 @@ export const ConfigFileSchema = Type.Object(
     agent: Type.Optional(
       Type.Partial(
         Type.Composite([
-          Type.Omit(AgentSection, ['otlp']),
-          Type.Object({ otlp: Type.Partial(AgentSection.properties.otlp) }),
+          Type.Omit(AgentSection, ['otlp', 'gpu']),
+          Type.Object({
+            otlp: Type.Partial(AgentSection.properties.otlp),
+            gpu: Type.Partial(AgentSection.properties.gpu),
+          }),
         ]),
       ),
     ),

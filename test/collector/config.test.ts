@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest'
+import { CONFIG_DEFAULTS, parseConfigText, resolveConfig } from '../../collector/config/index.js'
+
+describe('config', () => {
+  it('fills every section from defaults and takes partial nested sections', () => {
+    const file = parseConfigText(
+      'version: 1\nagent:\n  gpu: { periodMs: 500 }\n  otlp: { port: 4400 }\n  mapping: { labels: { replica: [k8s.pod.name] } }\n',
+      'x.yaml',
+    )
+    const cfg = resolveConfig({ file })
+    expect(cfg.agent.gpu).toEqual({ ...CONFIG_DEFAULTS.agent.gpu, periodMs: 500 })
+    expect(cfg.agent.otlp).toEqual({ ...CONFIG_DEFAULTS.agent.otlp, port: 4400 })
+    expect(cfg.agent.mapping).toEqual({ labels: { replica: ['k8s.pod.name'] } })
+    expect(cfg.collector).toEqual(CONFIG_DEFAULTS.collector)
+    expect(cfg.agent.node).not.toBe('')
+    expect(cfg.agent.id).toBe(cfg.agent.node)
+    expect(Object.isFrozen(cfg.agent.otlp)).toBe(true)
+  })
+
+  it('takes defaults < file < environment < flags', () => {
+    const file = parseConfigText(
+      'collector:\n  port: 8000\n  db: file.db\nagent:\n  token: from-file\n',
+      'x.yaml',
+    )
+    const env = {
+      TAILGUARD_DB: 'env.db',
+      TAILGUARD_AGENT_TOKEN: 'from-env-token-0123456789',
+      TAILGUARD_API_TOKEN: 'a'.repeat(20),
+      TAILGUARD_READ_TOKEN: 'r'.repeat(20),
+    }
+    const cfg = resolveConfig({ file, env, flags: { collector: { port: 9000 } } })
+    expect(cfg.collector.port).toBe(9000)
+    expect(cfg.collector.db).toBe('env.db')
+    expect(resolveConfig({ file, env, flags: { collector: { db: 'flag.db' } } }).collector.db).toBe('flag.db')
+    expect(cfg.agent.token).toBe('from-env-token-0123456789')
+    expect(cfg.collector.apiTokens.map((t) => t.scope)).toEqual(['admin', 'read'])
+    expect(cfg.collector.agentTokens).toHaveLength(1)
+  })
+
+  it('reports every problem with file, line and field', () => {
+    const text = [
+      'version: 1',
+      'collector:',
+      '  port: 99999',
+      '  webhooks:',
+      '    - name: pager',
+      '      url: ftp://nope',
+      '  retention: { 5s: 1d }',
+      'agent:',
+      '  mapping:',
+      '    spanNamePhases: { infer: warp }',
+      'start:',
+      '  demoSpeed: -1',
+    ].join('\n')
+    let message = ''
+    try {
+      parseConfigText(text, 'bad.yaml')
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toContain(
+      'bad.yaml:3: collector.port: Expected integer to be less or equal to 65535 (got 99999)',
+    )
+    expect(message).toMatch(
+      /bad\.yaml:6: collector\.webhooks\.0\.url: Expected string to match '\^https\?:\/\/' \(got "ftp:\/\/nope"\)/,
+    )
+    expect(message).toContain('bad.yaml:7: collector.retention.5s: Unexpected property')
+    expect(message).toMatch(/bad\.yaml:10: agent\.mapping\.spanNamePhases\.infer: .*\(got "warp"\)/)
+    expect(message).toMatch(/bad\.yaml:12: start\.demoSpeed: .*\(got -1\)/)
+  })
+
+  it('reports YAML syntax errors with their line', () => {
+    expect(() => parseConfigText('collector:\n  port: [1\n', 'y.yaml')).toThrow(
+      /y\.yaml:3: \(root\): YAML syntax/,
+    )
+  })
+
+  it('rejects a flag value the schema refuses, naming the field', () => {
+    expect(() => resolveConfig({ flags: { agent: { intervalMs: 5 } } })).toThrow(
+      /agent\.intervalMs: Expected integer to be greater or equal to 100/,
+    )
+  })
+})
