@@ -38,20 +38,22 @@ function SloRow({ slo }: { slo: SloStatus }) {
       <td className="budget-cell">
         <BudgetBarView remaining={slo.budgetRemaining} />
       </td>
-      <td className="burns">
-        {slo.evaluatedAt === null ? (
-          <span className="muted">not evaluated yet</span>
-        ) : (
-          tierRows(slo).map((t) => (
-            <span
-              key={t.tier}
-              className={`burn${t.longOver && t.shortOver ? ' burn-over' : ''}`}
-              title={`${t.tier}: ${formatBurnRate(t.longBurnRate)} over ${t.longWindow}, ${formatBurnRate(t.shortBurnRate)} over ${t.shortWindow}; alerts above ${formatBurnRate(t.factor)}`}
-            >
-              {t.longWindow} {formatBurnRate(t.longBurnRate)}
-            </span>
-          ))
-        )}
+      <td>
+        <div className="burns">
+          {slo.evaluatedAt === null ? (
+            <span className="muted">not evaluated yet</span>
+          ) : (
+            tierRows(slo).map((t) => (
+              <span
+                key={t.tier}
+                className={`burn${t.longOver && t.shortOver ? ' burn-over' : ''}`}
+                title={`${t.tier}: ${formatBurnRate(t.longBurnRate)} over ${t.longWindow}, ${formatBurnRate(t.shortBurnRate)} over ${t.shortWindow}; alerts above ${formatBurnRate(t.factor)}`}
+              >
+                {t.longWindow} {formatBurnRate(t.longBurnRate)}
+              </span>
+            ))
+          )}
+        </div>
       </td>
       <td>
         <AlertBadges slo={slo} />
