@@ -67,6 +67,9 @@ export async function runCollector(
   if (c.slos) {
     const loaded = await slos.useFiles(c.slos)
     if (!loaded.ok) {
+      // useFiles watches the path even when the first load fails; stop() closes the watcher, which would
+      // otherwise keep the process alive after the error.
+      await slos.stop()
       await store.close()
       throw new CliError(`invalid SLO definitions:\n${formatProblems(loaded.problems)}`)
     }

@@ -4,6 +4,8 @@ import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
 import { ServiceDetail } from './pages/service-detail.js'
 import { ServiceList } from './pages/service-list.js'
+import { SloDetail } from './pages/slo-detail.js'
+import { SloList } from './pages/slos.js'
 
 /**
  * The dashboard: the login form without a token, otherwise the page the hash route names.
@@ -26,6 +28,10 @@ export function App() {
       <Header route={route} onSignOut={() => signOut()} />
       {route.page === 'service' ? (
         <ServiceDetail key={`${route.service}\u0000${route.model}`} route={route} navigate={navigate} />
+      ) : route.page === 'slos' ? (
+        <SloList />
+      ) : route.page === 'slo' ? (
+        <SloDetail key={route.name} name={route.name} />
       ) : (
         <ServiceList />
       )}

@@ -6,15 +6,20 @@
  *
  * Set TG_SCREENSHOT_DIR to keep screenshots of each page for a look at the layout.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Kysely } from 'kysely'
 import { buildCollector } from '../../collector/app.js'
 import { createStore } from '../../collector/index.js'
+import { storeDatabase } from '../../collector/store/index.js'
+import { createSloEngine } from '../../collector/slo/index.js'
+import type { SloTables } from '../../collector/slo/index.js'
+import { createSloRoutes } from '../../collector/routes/slos.js'
 import { createRecorder } from '../../agent/index.js'
 import type { Recorder } from '../../agent/index.js'
 import { seededRandom } from '../../agent/demo/fleet.js'
@@ -51,6 +56,30 @@ const FLEET = {
   },
 } as const
 
+/**
+ * The SLOs the backend defines (from a file, as `--slos` does) over the live service, and evaluates once:
+ * a latency SLO with budget left, and an availability SLO its timeouts overspend.
+ */
+const SLOS = {
+  latency: 'chat-latency',
+  availability: 'chat-availability',
+  yaml: `version: 1
+slos:
+  - name: chat-latency
+    description: 99% of chat requests within 450 ms
+    kind: latency
+    selector: { service: chat }
+    thresholdMs: 450
+    objective: 99%
+    window: 30d
+  - name: chat-availability
+    kind: availability
+    selector: { service: chat }
+    objective: 99.9%
+    window: 7d
+`,
+} as const
+
 /** The rows of the breakdown table for these phases: total first, then the others in API order. */
 const tableOrder = (phases: readonly string[]) => ['total', ...phases.filter((p) => p !== 'total')]
 
@@ -62,6 +91,8 @@ interface Backend {
   readonly url: string
   /** A read-scope API token the backend accepts. */
   readonly token: string
+  /** A second collector on the same store whose SLO engine has no SLOs (the SLO page's empty state). */
+  readonly noSlosUrl: string
   close(): Promise<void>
 }
 
@@ -75,6 +106,12 @@ const INTERVAL_MS = 10_000
 async function startBackend(): Promise<Backend> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-dash-'))
   const store = await createStore({ url: join(dir, 'tg.db') })
+  // The SLO engine as collector/run.ts builds it: on the store, with its tables from the store's migrations.
+  const slos = createSloEngine({ source: store, db: storeDatabase(store) as unknown as Kysely<SloTables> })
+  const sloFile = join(dir, 'slos.yaml')
+  writeFileSync(sloFile, SLOS.yaml)
+  const loaded = await slos.useFiles(sloFile)
+  if (!loaded.ok) throw new Error(`SLO fixture invalid: ${JSON.stringify(loaded.problems)}`)
   const token = 'dashboard-read-token-0123456789'
   const agentToken = 'dashboard-agent-token-0123456789'
   const app = await buildCollector(
@@ -87,7 +124,7 @@ async function startBackend(): Promise<Backend> {
       bodyLimitBytes: 1 << 20,
       dashboardDir: DIST,
     },
-    { store },
+    { store, plugins: [createSloRoutes(slos)] },
   )
   const now = Date.now()
   const rand = seededRandom(99)
@@ -160,11 +197,27 @@ async function startBackend(): Promise<Backend> {
     }
     await send(recorder, t)
   }
+  const cycle = await slos.evaluate(now)
+  if (cycle.failed.length > 0) throw new Error(`SLO evaluation failed: ${JSON.stringify(cycle.failed)}`)
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  const none = createSloEngine({ source: store, db: storeDatabase(store) as unknown as Kysely<SloTables> })
+  const bare = await buildCollector(
+    {
+      tokens: [{ token, scope: 'read' }],
+      reportBodyLimitBytes: 1 << 20,
+      bodyLimitBytes: 1 << 20,
+      dashboardDir: DIST,
+    },
+    { store, plugins: [createSloRoutes(none)] },
+  )
+  const noSlosUrl = await bare.listen({ host: '127.0.0.1', port: 0 })
   return {
     url,
     token,
+    noSlosUrl,
     async close() {
+      await slos.stop()
+      await bare.close()
       await app.close()
       await store.close()
       rmSync(dir, { recursive: true, force: true })
@@ -318,6 +371,101 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     const phases = await page.locator('table.phase-table tbody td:first-child').allTextContents()
     expect(phases).toEqual(tableOrder(FLEET.stale.phases))
     expect(problems).toEqual([])
+    await page.context().close()
+  })
+
+  it('lists the SLOs with their budget bars and shows one SLO with its charts', async () => {
+    const { page, problems } = await openPage()
+    const fromApi = async (name: string) => {
+      const res = await fetch(`${backend.url}/api/v1/slos/${name}`, {
+        headers: { authorization: `Bearer ${backend.token}` },
+      })
+      expect(res.status).toBe(200)
+      return (await res.json()) as {
+        sli: number
+        budgetRemaining: number
+        alerts: Array<{ tier: string }>
+        burnDown: unknown[]
+      }
+    }
+    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.locator('nav[aria-label="main"] a', { hasText: 'SLOs' }).click()
+    await page.waitForURL(/#\/slos$/)
+    await expect
+      .poll(() => page.locator('section[aria-label="slos"]').getAttribute('data-state'))
+      .toBe('ready')
+    const rows = page.locator('tr[data-slo]')
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-slo')))).toEqual([
+      SLOS.latency,
+      SLOS.availability,
+    ])
+
+    // Each row's budget bar shows the API's remaining ratio: the latency SLO has budget left, the
+    // availability SLO (timeouts on about 0.5% of requests against 0.1% allowed) has overspent it.
+    for (const name of [SLOS.latency, SLOS.availability]) {
+      const api = await fromApi(name)
+      const row = page.locator(`tr[data-slo="${name}"]`)
+      const budget = row.locator('.budget')
+      expect(Number(await budget.getAttribute('data-remaining'))).toBe(api.budgetRemaining)
+      const width = await budget
+        .locator('.budget-fill')
+        .evaluate((el) => (el as unknown as { style: { width: string } }).style.width)
+      expect(parseFloat(width)).toBeCloseTo(Math.min(100, Math.max(0, api.budgetRemaining * 100)), 3)
+      expect(await row.locator('.burn').count()).toBe(api.alerts.length)
+    }
+    const latency = await fromApi(SLOS.latency)
+    expect(latency.budgetRemaining).toBeGreaterThan(0)
+    expect(latency.budgetRemaining).toBeLessThan(1)
+    expect(await page.locator(`tr[data-slo="${SLOS.latency}"] .budget`).getAttribute('data-tone')).not.toBe(
+      'bad',
+    )
+    expect((await fromApi(SLOS.availability)).budgetRemaining).toBeLessThan(0)
+    expect(await page.locator(`tr[data-slo="${SLOS.availability}"] .budget`).getAttribute('data-tone')).toBe(
+      'bad',
+    )
+    const latencyRow = page.locator(`tr[data-slo="${SLOS.latency}"]`)
+    expect(await latencyRow.textContent()).toContain('latency ≤ 450 ms')
+    expect(await latencyRow.textContent()).toContain('99%')
+    expect(await latencyRow.textContent()).toContain('30d')
+    await shot(page, '6-slos')
+
+    // The detail page: tiles, the burn-down chart drawn, burn rates per tier, the tier table.
+    await latencyRow.locator('a.slo-link').click()
+    await page.waitForURL(/#\/slos\/chat-latency$/)
+    await page.locator('[data-chart="burn-down"] svg path.recharts-area-area').waitFor({ state: 'attached' })
+    const area = await page.locator('[data-chart="burn-down"] svg path.recharts-area-curve').getAttribute('d')
+    expect(area?.length ?? 0).toBeGreaterThan(100)
+    expect(latency.burnDown.length).toBeGreaterThan(1)
+    await page
+      .locator('[data-chart="burn-rates"] .recharts-bar-rectangle')
+      .first()
+      .waitFor({ state: 'attached' })
+    const tiers = await page
+      .locator('table.tier-table tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-tier')))
+    expect(tiers).toEqual(latency.alerts.map((a) => a.tier))
+    expect(Number(await page.locator('.tiles .budget').getAttribute('data-remaining'))).toBe(
+      latency.budgetRemaining,
+    )
+    expect(await page.locator('.tiles').textContent()).toContain(
+      `${String(Number((latency.sli * 100).toPrecision(5)))}%`,
+    )
+    expect(await page.locator('[data-forecast]').textContent()).not.toContain('Not evaluated')
+    await shot(page, '7-slo-detail')
+
+    // Without SLOs, the list says how to add some.
+    await page.goto(`${backend.noSlosUrl}/#token=${encodeURIComponent(backend.token)}&/slos`)
+    const empty = page.locator('section[aria-label="slos"]')
+    await expect.poll(() => empty.getAttribute('data-state')).toBe('empty')
+    expect(await empty.textContent()).toBe('No SLOs defined — see the README to add some')
+    await shot(page, '8-no-slos')
+
+    // An unknown SLO has its own error state.
+    await page.goto(`${backend.url}/#/slos/no-such-slo`)
+    await expect
+      .poll(() => page.locator('main [role="alert"]').textContent())
+      .toBe('No SLO is named no-such-slo.')
+    expect(problems.filter((p) => !p.includes('404'))).toEqual([])
     await page.context().close()
   })
 

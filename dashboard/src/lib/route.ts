@@ -1,6 +1,7 @@
 /**
  * Hash routes of the dashboard (no router dependency): `#/` is the service list,
- * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99` a service's detail page. The API token may arrive
+ * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99` a service's detail page, `#/slos` the SLO list
+ * and `#/slos/<name>` one SLO. The API token may arrive
  * in the fragment once (`#token=…`); {@link takeToken} lifts it out so it never stays in the address bar.
  *
  * @example
@@ -26,7 +27,18 @@ export interface ServiceRoute {
   readonly quantiles: readonly string[]
 }
 
-export type Route = ListRoute | ServiceRoute
+/** The list of SLOs. */
+export interface SlosRoute {
+  readonly page: 'slos'
+}
+
+/** One SLO's detail page. */
+export interface SloRoute {
+  readonly page: 'slo'
+  readonly name: string
+}
+
+export type Route = ListRoute | ServiceRoute | SlosRoute | SloRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
@@ -39,6 +51,8 @@ export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: 
 export function parseRoute(hash: string): Route {
   const text = hash.replace(/^#/, '')
   const [path = '', query = ''] = text.split('?', 2)
+  const slo = parseSloPath(path)
+  if (slo) return slo
   const m = /^\/service\/([^/]+)\/?$/.exec(path)
   if (!m) return { page: 'list' }
   let service: string
@@ -59,6 +73,18 @@ export function parseRoute(hash: string): Route {
   }
 }
 
+/** `/slos` and `/slos/<name>`; undefined for any other path. */
+function parseSloPath(path: string): SlosRoute | SloRoute | undefined {
+  if (/^\/slos\/?$/.test(path)) return { page: 'slos' }
+  const m = /^\/slos\/([^/]+)\/?$/.exec(path)
+  if (!m) return undefined
+  try {
+    return { page: 'slo', name: decodeURIComponent(m[1] as string) }
+  } catch {
+    return { page: 'slos' }
+  }
+}
+
 /**
  * Writes a route as a location hash; picker values equal to their defaults are left out.
  *
@@ -66,6 +92,8 @@ export function parseRoute(hash: string): Route {
  */
 export function formatRoute(route: Route): string {
   if (route.page === 'list') return '#/'
+  if (route.page === 'slos') return '#/slos'
+  if (route.page === 'slo') return `#/slos/${encodeURIComponent(route.name)}`
   const params = new URLSearchParams()
   if (route.model) params.set('model', route.model)
   if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)

@@ -1,54 +1,17 @@
 // Acceptance 2: alert scenarios on a controlled clock (no sleeping), with a 99.9% availability SLO.
-// Firing and resolving times are checked against a reference computed here from the raw 10 s counts.
+// Firing and resolving times are checked against a reference computed in helpers.ts from the raw 10 s counts.
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Kysely } from 'kysely'
 import { createSloEngine } from '../../../collector/slo/engine.js'
 import { validateSlo } from '../../../collector/slo/definition.js'
 import type { SloTables } from '../../../collector/slo/tables.js'
-import { FunctionSource, GRID_MS, migrate, sqliteDb } from './helpers.js'
+import { FunctionSource, migrate, reference, scenario, sqliteDb } from './helpers.js'
 
 const MIN = 60_000
 const HOUR = 60 * MIN
 const DAY = 24 * HOUR
 const T0 = Date.UTC(2026, 0, 10)
 const STEP_AT = T0 + 10 * HOUR
-const PER_BUCKET = 2000
-
-/** Errors per 10 s bucket: 1 of 2000 (0.05%) except `errors` during [from, to). */
-function scenario(errors: number, from: number, to: number) {
-  return (t: number) => ({
-    ok: PER_BUCKET - (t >= from && t < to ? errors : 1),
-    error: t >= from && t < to ? errors : 1,
-    shed: 0,
-  })
-}
-
-/** The reference: first evaluation time at which both windows exceed factor × (1 − objective), and when that stops. */
-function reference(
-  counts: (t: number) => { ok: number; error: number },
-  evalTimes: number[],
-  tier: { factor: number; longMs: number; shortMs: number },
-): { firedAt: number | null; resolvedAt: number | null } {
-  const ratio = (end: number, w: number) => {
-    let bad = 0
-    let total = 0
-    for (let t = end - w; t < end; t += GRID_MS) {
-      const c = counts(t)
-      bad += c.error
-      total += c.ok + c.error
-    }
-    return bad / total
-  }
-  let firedAt: number | null = null
-  let resolvedAt: number | null = null
-  const limit = tier.factor * 0.001
-  for (const t of evalTimes) {
-    const holds = ratio(t, tier.longMs) > limit && ratio(t, tier.shortMs) > limit
-    if (firedAt === null && holds) firedAt = t
-    else if (firedAt !== null && resolvedAt === null && !holds) resolvedAt = t
-  }
-  return { firedAt, resolvedAt }
-}
 
 const SLO = validateSlo({
   name: 'chat-availability',

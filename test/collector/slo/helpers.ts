@@ -15,6 +15,58 @@ import { up } from '../../../migrations/2026-11-21T2200_slo.js'
 
 export const GRID_MS = 10_000
 
+/** Requests per 10 s bucket in {@link scenario}. */
+export const PER_BUCKET = 2000
+
+/**
+ * Counts per bucket: 1 error of {@link PER_BUCKET} (0.05%) except `errors` during [from, to).
+ *
+ * @example scenario(30, stepAt, stepAt + 90 * 60_000)(stepAt) // { ok: 1970, error: 30, shed: 0 }
+ */
+export function scenario(errors: number, from: number, to: number, perBucket = PER_BUCKET) {
+  return (t: number) => ({
+    ok: perBucket - (t >= from && t < to ? errors : 1),
+    error: t >= from && t < to ? errors : 1,
+    shed: 0,
+  })
+}
+
+/**
+ * The alert reference for a 99.9% availability SLO: the first evaluation time at which both windows
+ * exceed factor × (1 − objective) over the raw counts (one bucket every `gridMs`), and the first one after
+ * that at which they no longer do.
+ *
+ * @example reference(counts, evalTimes, { factor: 14.4, longMs: 3_600_000, shortMs: 300_000 })
+ */
+export function reference(
+  counts: (t: number) => { ok: number; error: number } | undefined,
+  evalTimes: number[],
+  tier: { factor: number; longMs: number; shortMs: number },
+  gridMs = GRID_MS,
+  objective = 0.999,
+): { firedAt: number | null; resolvedAt: number | null } {
+  const ratio = (end: number, w: number) => {
+    let bad = 0
+    let total = 0
+    for (let t = end - w; t < end; t += gridMs) {
+      const c = counts(t)
+      if (!c) continue
+      bad += c.error
+      total += c.ok + c.error
+    }
+    return total === 0 ? 0 : bad / total
+  }
+  let firedAt: number | null = null
+  let resolvedAt: number | null = null
+  const limit = tier.factor * (1 - objective)
+  for (const t of evalTimes) {
+    const holds = ratio(t, tier.longMs) > limit && ratio(t, tier.shortMs) > limit
+    if (firedAt === null && holds) firedAt = t
+    else if (firedAt !== null && resolvedAt === null && !holds) resolvedAt = t
+  }
+  return { firedAt, resolvedAt }
+}
+
 export interface BucketCounts {
   ok: number
   error: number
