@@ -1,5 +1,6 @@
 import { encodeHistogram, newHistogram } from '../../collector/index.js'
 import type { Histogram, IntervalReport, Metric, SeriesLabels } from '../../collector/index.js'
+import { seededRandom } from '../../agent/index.js'
 
 /** Labels with defaults for tests. */
 export function labels(over: Partial<SeriesLabels> = {}): SeriesLabels {
@@ -49,16 +50,7 @@ export function makeReport(opts: {
 }
 
 /** A deterministic pseudo-random generator (mulberry32) for reproducible samples. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export const rng = seededRandom
 
 /** `n` latencies in µs, roughly log-normal around `medianUs`. */
 export function latenciesUs(next: () => number, n: number, medianUs: number): number[] {

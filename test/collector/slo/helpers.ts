@@ -168,11 +168,7 @@ const pgPool = (schema: string) =>
     max: 4,
   })
 
-/** Which databases to test on (TG_TEST_DIALECTS=sqlite,postgres; both by default). */
-export function testDialects(): Array<'sqlite' | 'postgres'> {
-  const list = (process.env['TG_TEST_DIALECTS'] ?? 'sqlite,postgres').split(',').map((s) => s.trim())
-  return list.filter((d): d is 'sqlite' | 'postgres' => d === 'sqlite' || d === 'postgres')
-}
+export { testDialects } from '../../helpers/dialects.js'
 
 /** SQLite in a temporary file, or PostgreSQL in its own random schema (dropped by `drop()`). */
 export async function openDb(dialect: 'sqlite' | 'postgres'): Promise<TestDb> {

@@ -7,6 +7,7 @@ import { validateSlo } from '../../../collector/slo/definition.js'
 import type { SloDefinition } from '../../../collector/slo/definition.js'
 import { FunctionSource, openDb } from './helpers.js'
 import type { TestDb } from './helpers.js'
+import { seededRandom } from '../../../agent/index.js'
 
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -18,17 +19,7 @@ function slo(raw: object): SloDefinition {
   return r.slo
 }
 
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+const rng = seededRandom
 
 let tdb: TestDb | undefined
 afterEach(async () => {
