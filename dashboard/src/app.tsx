@@ -2,6 +2,7 @@ import { useAuth } from './auth.js'
 import { Header } from './components/header.js'
 import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
+import { GpusPage } from './pages/gpus.js'
 import { ServiceDetail } from './pages/service-detail.js'
 import { ServiceList } from './pages/service-list.js'
 
@@ -26,6 +27,8 @@ export function App() {
       <Header route={route} onSignOut={() => signOut()} />
       {route.page === 'service' ? (
         <ServiceDetail key={`${route.service}\u0000${route.model}`} route={route} navigate={navigate} />
+      ) : route.page === 'gpus' ? (
+        <GpusPage route={route} navigate={navigate} />
       ) : (
         <ServiceList />
       )}

@@ -3,6 +3,7 @@ import type { Route } from '../lib/route.js'
 /** The pages in the navigation. SLOs and GPUs join here once their APIs exist. */
 const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => boolean }> = [
   { label: 'Services', href: '#/', matches: (r) => r.page === 'list' || r.page === 'service' },
+  { label: 'GPUs', href: '#/gpus', matches: (r) => r.page === 'gpus' },
 ]
 
 /**

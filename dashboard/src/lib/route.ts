@@ -26,7 +26,13 @@ export interface ServiceRoute {
   readonly quantiles: readonly string[]
 }
 
-export type Route = ListRoute | ServiceRoute
+/** The GPU page, with the range of its charts. */
+export interface GpuRoute {
+  readonly page: 'gpus'
+  readonly range: string
+}
+
+export type Route = ListRoute | ServiceRoute | GpuRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
@@ -39,6 +45,8 @@ export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: 
 export function parseRoute(hash: string): Route {
   const text = hash.replace(/^#/, '')
   const [path = '', query = ''] = text.split('?', 2)
+  if (/^\/gpus\/?$/.test(path))
+    return { page: 'gpus', range: timeRange(new URLSearchParams(query).get('range')).key }
   const m = /^\/service\/([^/]+)\/?$/.exec(path)
   if (!m) return { page: 'list' }
   let service: string
@@ -66,6 +74,8 @@ export function parseRoute(hash: string): Route {
  */
 export function formatRoute(route: Route): string {
   if (route.page === 'list') return '#/'
+  if (route.page === 'gpus')
+    return route.range === SERVICE_ROUTE_DEFAULTS.range ? '#/gpus' : `#/gpus?range=${route.range}`
   const params = new URLSearchParams()
   if (route.model) params.set('model', route.model)
   if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)
