@@ -75,6 +75,8 @@ describe('GPU transforms', () => {
     expect(formatBytes(null)).toBe('–')
     expect(formatUnit(412.5, 'W')).toBe('413 W')
     expect(formatUnit(93, '%')).toBe('93%')
+    expect(formatUnit(2619, 'MHz')).toBe('2619 MHz')
+    expect(formatUnit(1.234, 'W')).toBe('1.23 W')
     expect(formatUnit(undefined, 'MHz')).toBe('–')
   })
 

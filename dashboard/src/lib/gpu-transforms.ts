@@ -63,13 +63,14 @@ export function formatBytes(bytes: number | null | undefined): string {
 }
 
 /**
- * A value with a unit, three significant digits; an en dash when absent.
+ * A value with a unit: whole numbers from 100 up, else three significant digits; an en dash when absent.
  *
  * @example formatUnit(251.5, 'W') // '252 W'
  */
 export function formatUnit(value: number | null | undefined, unit: string): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return DASH
-  return `${sig(value, 3)}${unit === '%' ? '' : ' '}${unit}`
+  const text = Math.abs(value) >= 100 ? String(Math.round(value)) : sig(value, 3)
+  return `${text}${unit === '%' ? '' : ' '}${unit}`
 }
 
 /** One row of the inventory table, values already chosen (the last value of the newest report). */

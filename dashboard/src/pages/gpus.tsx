@@ -177,10 +177,10 @@ export function GpusPage({ route, navigate }: { route: GpuRoute; navigate: (to: 
       </Panel>
       {rows.length > 0 ? (
         <>
-          <div className="toolbar">
+          <div className="toolbar" style={{ marginTop: 16 }}>
             <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
           </div>
-          <div className="grid gpu-charts">
+          <div className="grid gpu-charts" style={{ marginBottom: 16 }}>
             {rows.map((r) => (
               <GpuUsageGraph
                 key={r.key}
