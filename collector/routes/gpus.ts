@@ -170,7 +170,7 @@ function eventOut(e: GpuEventInfo) {
   return { ...rest, time: iso(timeMs) }
 }
 
-/** Parses `?field=`; an unknown field is a 400 naming the parameter and the fields there are. */
+/** Parses `?field=`; an unknown field is a 400 naming the parameter and the fields there are. @example parseGpuField('powerW') // 'powerW' */
 export function parseGpuField(text: string | undefined): GpuField {
   if (text === undefined || text === '') return 'gpuUtilPct'
   if (!FIELD_SET.has(text))

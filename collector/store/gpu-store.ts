@@ -21,7 +21,7 @@ type Db = Kysely<DB> | Transaction<DB>
 
 /** Rows per multi-row INSERT (the widest GPU table has 12 columns: stays under SQLite's 32,766 parameters). */
 const INSERT_CHUNK_ROWS = 500
-/** How far back {@link loadGpus} lists events. */
+/** How far back {@link loadGpus} lists events. @example loadEvents(db, { fromMs: now - GPU_RECENT_EVENTS_MS, toMs: now }, {}) */
 export const GPU_RECENT_EVENTS_MS = 3600_000
 /** Events listed per GPU in the inventory at most (newest first). */
 const MAX_INVENTORY_EVENTS_PER_GPU = 50
