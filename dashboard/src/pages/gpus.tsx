@@ -160,121 +160,123 @@ export function GpusPage({ route, navigate }: { route: GpuRoute; navigate: (to: 
           Refresh failed ({inventory.error?.message}); showing the last data.
         </p>
       ) : null}
-      <Panel
-        label="GPU inventory"
-        title="Inventory"
-        state={invState}
-        loadingText="Loading GPUs…"
-        errorText={errorText}
-        emptyText={
+      <div className="grid">
+        <Panel
+          label="GPU inventory"
+          title="Inventory"
+          state={invState}
+          loadingText="Loading GPUs…"
+          errorText={errorText}
+          emptyText={
+            <>
+              No GPU has reported. Agents send GPU telemetry when NVML (or a DCGM exporter,{' '}
+              <code>--dcgm-url</code>) is available on their node.
+            </>
+          }
+        >
+          {() => <InventoryTable rows={rows} nowMs={nowMs} />}
+        </Panel>
+        {rows.length > 0 ? (
           <>
-            No GPU has reported. Agents send GPU telemetry when NVML (or a DCGM exporter,{' '}
-            <code>--dcgm-url</code>) is available on their node.
+            <div className="toolbar">
+              <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
+            </div>
+            <div className="grid gpu-charts">
+              {rows.map((r) => (
+                <GpuUsageGraph
+                  key={r.key}
+                  gpuKey={r.key}
+                  title={`${r.node} · ${r.label}`}
+                  subtitle={`${r.name} — utilization % and memory used`}
+                  rows={gpuChartRows(util.response, mem.response, r.key)}
+                  status={chartsStatus}
+                  error={chartsError}
+                  fromMs={fromMs}
+                  toMs={toMs}
+                />
+              ))}
+            </div>
           </>
-        }
-      >
-        {() => <InventoryTable rows={rows} nowMs={nowMs} />}
-      </Panel>
-      {rows.length > 0 ? (
-        <>
-          <div className="toolbar" style={{ marginTop: 16 }}>
-            <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
-          </div>
-          <div className="grid gpu-charts" style={{ marginBottom: 16 }}>
-            {rows.map((r) => (
-              <GpuUsageGraph
-                key={r.key}
-                gpuKey={r.key}
-                title={`${r.node} · ${r.label}`}
-                subtitle={`${r.name} — utilization % and memory used`}
-                rows={gpuChartRows(util.response, mem.response, r.key)}
-                status={chartsStatus}
-                error={chartsError}
-                fromMs={fromMs}
-                toMs={toMs}
-              />
-            ))}
-          </div>
-        </>
-      ) : null}
-      <Panel
-        label="GPU events"
-        title="Recent events"
-        subtitle="XID errors, double-bit ECC errors, GPUs lost and recovered — last hour"
-        state={invState === 'ready' ? (events.length ? 'ready' : 'empty') : invState}
-        loadingText="Loading events…"
-        errorText={errorText}
-        emptyText={invState === 'empty' ? 'No GPU has reported.' : 'No GPU event in the last hour.'}
-      >
-        {() => (
-          <table className="table gpu-events">
-            <thead>
-              <tr>
-                <th>time</th>
-                <th>node</th>
-                <th>GPU</th>
-                <th>event</th>
-                <th>message</th>
-              </tr>
-            </thead>
-            <tbody>
-              {events.map((e) => (
-                <tr key={e.key} data-kind={e.kind}>
-                  <td title={new Date(e.tMs).toISOString()}>{formatAgo(e.tMs, nowMs)}</td>
-                  <td>{e.node}</td>
-                  <td>{e.gpu}</td>
-                  <td className={e.kind === 'gpu_recovered' ? undefined : 'bad'}>{e.what}</td>
-                  <td className="muted">{e.message}</td>
+        ) : null}
+        <Panel
+          label="GPU events"
+          title="Recent events"
+          subtitle="XID errors, double-bit ECC errors, GPUs lost and recovered — last hour"
+          state={invState === 'ready' ? (events.length ? 'ready' : 'empty') : invState}
+          loadingText="Loading events…"
+          errorText={errorText}
+          emptyText={invState === 'empty' ? 'No GPU has reported.' : 'No GPU event in the last hour.'}
+        >
+          {() => (
+            <table className="table gpu-events">
+              <thead>
+                <tr>
+                  <th>time</th>
+                  <th>node</th>
+                  <th>GPU</th>
+                  <th>event</th>
+                  <th>message</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Panel>
-      <Panel
-        label="GPU processes"
-        title="Processes"
-        subtitle="From each GPU's newest report, with the replica the agent attributed them to and its latency over 5 minutes"
-        state={invState === 'ready' ? (processes.length ? 'ready' : 'empty') : invState}
-        loadingText="Loading processes…"
-        errorText={errorText}
-        emptyText={invState === 'empty' ? 'No GPU has reported.' : 'No process is running on a GPU.'}
-      >
-        {() => (
-          <table className="table gpu-processes">
-            <thead>
-              <tr>
-                <th>node</th>
-                <th>GPU</th>
-                <th className="num">PID</th>
-                <th className="num">GPU memory</th>
-                <th className="num">SM util.</th>
-                <th>replica</th>
-                <th className="num">p50</th>
-                <th className="num">p99</th>
-              </tr>
-            </thead>
-            <tbody>
-              {processes.map((p) => (
-                <tr key={p.key} data-pid={p.pid}>
-                  <td>{p.node}</td>
-                  <td>{p.gpu}</td>
-                  <td className="num">{p.pid}</td>
-                  <td className="num">{formatBytes(p.usedMemoryBytes)}</td>
-                  <td className="num">{formatUnit(p.smUtilPct, '%')}</td>
-                  <td data-field="replica">
-                    {p.replica ?? (
-                      <span className="muted">not attributed{p.container ? ` (${p.container})` : ''}</span>
-                    )}
-                  </td>
-                  <td className="num">{p.replica ? formatMs(p.p50Ms) : ''}</td>
-                  <td className="num">{p.replica ? formatMs(p.p99Ms) : ''}</td>
+              </thead>
+              <tbody>
+                {events.map((e) => (
+                  <tr key={e.key} data-kind={e.kind}>
+                    <td title={new Date(e.tMs).toISOString()}>{formatAgo(e.tMs, nowMs)}</td>
+                    <td>{e.node}</td>
+                    <td>{e.gpu}</td>
+                    <td className={e.kind === 'gpu_recovered' ? undefined : 'bad'}>{e.what}</td>
+                    <td className="muted">{e.message}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Panel>
+        <Panel
+          label="GPU processes"
+          title="Processes"
+          subtitle="From each GPU's newest report, with the replica the agent attributed them to and its latency over 5 minutes"
+          state={invState === 'ready' ? (processes.length ? 'ready' : 'empty') : invState}
+          loadingText="Loading processes…"
+          errorText={errorText}
+          emptyText={invState === 'empty' ? 'No GPU has reported.' : 'No process is running on a GPU.'}
+        >
+          {() => (
+            <table className="table gpu-processes">
+              <thead>
+                <tr>
+                  <th>node</th>
+                  <th>GPU</th>
+                  <th className="num">PID</th>
+                  <th className="num">GPU memory</th>
+                  <th className="num">SM util.</th>
+                  <th>replica</th>
+                  <th className="num">p50</th>
+                  <th className="num">p99</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Panel>
+              </thead>
+              <tbody>
+                {processes.map((p) => (
+                  <tr key={p.key} data-pid={p.pid}>
+                    <td>{p.node}</td>
+                    <td>{p.gpu}</td>
+                    <td className="num">{p.pid}</td>
+                    <td className="num">{formatBytes(p.usedMemoryBytes)}</td>
+                    <td className="num">{formatUnit(p.smUtilPct, '%')}</td>
+                    <td data-field="replica">
+                      {p.replica ?? (
+                        <span className="muted">not attributed{p.container ? ` (${p.container})` : ''}</span>
+                      )}
+                    </td>
+                    <td className="num">{p.replica ? formatMs(p.p50Ms) : ''}</td>
+                    <td className="num">{p.replica ? formatMs(p.p99Ms) : ''}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Panel>
+      </div>
     </main>
   )
 }
