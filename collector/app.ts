@@ -11,6 +11,7 @@ import { TailguardError } from './errors.js'
 import type { Store } from './store/types.js'
 import { reportRoutes } from './routes/reports.js'
 import { queryRoutes } from './routes/query.js'
+import { gpuRoutes } from './routes/gpus.js'
 import { healthRoutes } from './routes/health.js'
 import { metricsRoutes } from './routes/metrics.js'
 
@@ -155,6 +156,7 @@ export async function buildCollector(
     async (api) => {
       await api.register(reportRoutes, { bodyLimit: opts.reportBodyLimitBytes })
       await api.register(queryRoutes)
+      await api.register(gpuRoutes)
       for (const plugin of deps.plugins ?? []) await api.register(plugin)
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },

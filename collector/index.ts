@@ -56,6 +56,13 @@ export type {
   IngestOutcome,
   RollupLevel,
   StoreOptions,
+  GpuSelector,
+  GpuIdentity,
+  GpuEventInfo,
+  GpuProcessInfo,
+  GpuInfo,
+  GpuPoint,
+  GpuSeries,
 } from './store/index.js'
 export { createStore, DEFAULT_ROLLUPS } from './store/index.js'
 export {

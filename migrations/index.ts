@@ -8,6 +8,7 @@ import type { Migration, MigrationProvider } from 'kysely'
 const MIGRATIONS: Readonly<Record<string, () => Promise<Migration>>> = {
   '2026-11-21T2100_initial': () => import('./2026-11-21T2100_initial.js'),
   '2026-11-21T2200_slo': () => import('./2026-11-21T2200_slo.js'),
+  '2026-11-21T2300_gpu': () => import('./2026-11-21T2300_gpu.js'),
 }
 
 /**

@@ -10,6 +10,13 @@ export type {
   ServiceInfo,
   IngestOutcome,
   RollupLevel,
+  GpuSelector,
+  GpuIdentity,
+  GpuEventInfo,
+  GpuProcessInfo,
+  GpuInfo,
+  GpuPoint,
+  GpuSeries,
 } from './types.js'
 export { storeDatabase } from './create-store.js'
 export type { DB } from './schema.js'

@@ -20,6 +20,10 @@ export interface DB extends SloTables {
   tg_hist: HistTable
   tg_count: CountTable
   tg_level_state: LevelStateTable
+  tg_gpu: GpuTable
+  tg_gpu_stat: GpuStatTable
+  tg_gpu_event: GpuEventTable
+  tg_gpu_process: GpuProcessTable
 }
 
 /** One label set that has reported. */
@@ -75,4 +79,77 @@ export interface CountTable {
 export interface LevelStateTable {
   step_ms: number
   deleted_before_ms: number
+}
+
+/**
+ * One GPU or MIG instance that has reported, per node and source, with the state its newest report carried.
+ * `mig_gi`/`mig_ci` are -1 for a whole GPU (and `mig_ci` for a MIG item without a compute instance id).
+ */
+export interface GpuTable {
+  id: Generated<number>
+  node: string
+  /** The physical GPU's UUID (also for a MIG instance). */
+  uuid: string
+  mig_gi: number
+  mig_ci: number
+  source: string
+  gpu_index: number
+  name: string | null
+  pci_bus_id: string | null
+  mig_uuid: string | null
+  mig_profile: string | null
+  first_seen_ms: number
+  last_seen_ms: number
+  /** `intervalEndMs` of the report `state` comes from (processes of that report carry the same time). */
+  last_report_ms: number
+  /** JSON: `{ samples, fields, clockEventReasonsSeen, unsupported, k8s? }` of the newest report. */
+  state: string
+}
+
+/**
+ * Folded GPU counters, one row per GPU, field and bucket, on every rollup level with `tg_count`'s `consumed`
+ * rule. `samples` weighs `mean_value` when rows merge; `last_value` is the value at `last_ms`.
+ */
+export interface GpuStatTable {
+  step_ms: number
+  bucket_ms: number
+  gpu_id: number
+  field: string
+  consumed: number
+  samples: number
+  min_value: number
+  mean_value: number
+  max_value: number
+  last_value: number
+  last_ms: number
+}
+
+/** One GPU event (XID, double-bit ECC, GPU lost, …) as the agent observed it. */
+export interface GpuEventTable {
+  gpu_id: number
+  time_ms: number
+  kind: string
+  xid: number | null
+  data: number | null
+  gpu_instance_id: number | null
+  compute_instance_id: number | null
+  message: string | null
+}
+
+/** One process on one GPU in one report, with the replica the agent attributed it to (columns null when none). */
+export interface GpuProcessTable {
+  gpu_id: number
+  /** The report's `intervalEndMs`. */
+  time_ms: number
+  pid: number
+  gpu_instance_id: number | null
+  compute_instance_id: number | null
+  service: string | null
+  model: string | null
+  version: string | null
+  replica: string | null
+  pod_uid: string | null
+  container_id: string | null
+  /** JSON: `{ usedMemoryBytes?, smUtilPct?, memUtilPct? }`, each `{ min, mean, max, last }`. */
+  stats: string
 }

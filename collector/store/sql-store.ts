@@ -2,14 +2,27 @@ import { Migrator, sql } from 'kysely'
 import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
 import { addEncoded } from '../report/histogram.js'
 import { encodeHistogram, isMetric, newHistogram, seriesKey, tryDecodeHistogram } from '../report/index.js'
-import type { Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
+import type { GpuField, Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
 import { BadRequest, StoreUnavailable, TailguardError } from '../errors.js'
 import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
+import {
+  GPU_RECENT_EVENTS_MS,
+  deleteOldGpuRows,
+  ingestGpus,
+  loadEvents,
+  loadGpus,
+  readGpuSeries,
+  rollUpGpuStats,
+} from './gpu-store.js'
 import type { DB } from './schema.js'
 import type {
   EpochMs,
+  GpuEventInfo,
+  GpuInfo,
+  GpuSelector,
+  GpuSeries,
   IngestOutcome,
   RequestCounts,
   RollupLevel,
@@ -196,6 +209,7 @@ class SqlStore implements Store {
           .returning('seq')
           .execute()
         if (fresh.length === 0) return { kind: 'duplicate' }
+        await ingestGpus(trx, report, receivedAtMs, this.#finestMs)
         if (labelsByKey.size === 0) return { kind: 'stored' }
         // last_seen_ms is kept to within one finest step: a series seen less than that before is not
         // touched again, unless the report is older than anything seen (a backfill from a spool).
@@ -395,6 +409,40 @@ class SqlStore implements Store {
     }))
   }
 
+  async gpus(nowMs?: EpochMs): Promise<GpuInfo[]> {
+    const now = nowMs ?? this.#clock()
+    let out: GpuInfo[] = []
+    await this.#read(async (trx) => {
+      out = await loadGpus(trx, now)
+    })
+    return out
+  }
+
+  async gpuSeries(
+    selector: GpuSelector,
+    range: TimeRange,
+    field: GpuField,
+    stepMs: number,
+  ): Promise<GpuSeries[]> {
+    const step = this.#outputStep(stepMs)
+    let out: GpuSeries[] = []
+    if (range.fromMs < range.toMs)
+      await this.#read(async (trx, available) => {
+        const segments = this.#planSteps(range, step, available)
+        out = await readGpuSeries(trx, selector, segments, this.#steps, field, step, MAX_SQL_RANGES_PER_LEVEL)
+      })
+    return out
+  }
+
+  async gpuEvents(range: TimeRange, selector: GpuSelector = {}): Promise<GpuEventInfo[]> {
+    if (!(range.fromMs < range.toMs)) return []
+    let out: GpuEventInfo[] = []
+    await this.#read(async (trx) => {
+      out = (await loadEvents(trx, range, selector)).map((e) => e.info)
+    })
+    return out
+  }
+
   async compact(nowMs: EpochMs): Promise<{ readonly rolledUp: number; readonly deleted: number }> {
     const startedMs = this.#clock()
     let rolledUp = 0
@@ -407,7 +455,7 @@ class SqlStore implements Store {
       const coarse = this.#steps[i]!
       const boundary = floorTo(nowMs - this.#finestMs, coarse)
       const windowMs = Math.max(coarse, floorTo(COMPACT_WINDOW_FINE_BUCKETS * fine, coarse))
-      for (const table of ['tg_hist', 'tg_count'] as const) {
+      for (const table of ['tg_hist', 'tg_count', 'tg_gpu_stat'] as const) {
         for (;;) {
           const first = await this.#db
             .selectFrom(table)
@@ -425,7 +473,9 @@ class SqlStore implements Store {
               .execute((trx) =>
                 table === 'tg_hist'
                   ? rollUpHist(trx, fine, coarse, fromMs, toMs)
-                  : rollUpCounts(trx, fine, coarse, fromMs, toMs),
+                  : table === 'tg_count'
+                    ? rollUpCounts(trx, fine, coarse, fromMs, toMs)
+                    : rollUpGpuStats(trx, fine, coarse, fromMs, toMs),
               ),
           )
         }
@@ -450,7 +500,7 @@ class SqlStore implements Store {
             )
             .execute()
           let n = 0
-          for (const table of ['tg_hist', 'tg_count'] as const) {
+          for (const table of ['tg_hist', 'tg_count', 'tg_gpu_stat'] as const) {
             let q = trx.deleteFrom(table).where('step_ms', '=', level.stepMs).where('bucket_ms', '<', cutoff)
             if (!coarsest) q = q.where('consumed', '=', 1)
             const res = await q.executeTakeFirst()
@@ -460,6 +510,17 @@ class SqlStore implements Store {
         }),
       )
     }
+    // GPU events are kept as long as the second level (1 min: 14 days by default), and never less than the
+    // inventory's hour; per-report process rows as long as the finest level (they are not rolled up).
+    const eventRetention = this.#levels[Math.min(1, this.#levels.length - 1)]!.retentionMs
+    const processRetention = this.#levels[0]!.retentionMs
+    deleted += await this.#retrying(() =>
+      deleteOldGpuRows(
+        this.#db,
+        eventRetention === null ? null : nowMs - Math.max(eventRetention, GPU_RECENT_EVENTS_MS),
+        processRetention === null ? null : nowMs - processRetention,
+      ),
+    )
     // Dedupe keys are needed only while agents may retry: as long as the finest level is kept.
     const finestRetention = this.#levels[0]!.retentionMs
     if (finestRetention !== null)

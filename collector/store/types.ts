@@ -1,4 +1,4 @@
-import type { Histogram, IntervalReport, Metric } from '../report/index.js'
+import type { GpuField, GpuStat, Histogram, IntervalReport, Metric } from '../report/index.js'
 
 /** Milliseconds since the Unix epoch. */
 export type EpochMs = number
@@ -39,6 +39,89 @@ export interface ServiceInfo {
 }
 
 export type IngestOutcome = { readonly kind: 'stored' } | { readonly kind: 'duplicate' }
+
+/** Which GPUs a GPU query covers. A key left out matches every GPU. */
+export interface GpuSelector {
+  readonly node?: string
+  /** The physical GPU's UUID: selects the GPU and all its MIG instances. */
+  readonly uuid?: string
+}
+
+/** Who a GPU row is: node, physical GPU, MIG instance (absent for a whole GPU) and the source that read it. */
+export interface GpuIdentity {
+  readonly node: string
+  readonly uuid: string
+  readonly index: number
+  readonly name: string | null
+  readonly pciBusId: string | null
+  readonly source: string
+  readonly mig: {
+    readonly gpuInstanceId: number
+    readonly computeInstanceId: number | null
+    readonly uuid: string | null
+    readonly profile: string | null
+  } | null
+}
+
+/** One GPU event, with the GPU it happened on. */
+export interface GpuEventInfo extends GpuIdentity {
+  readonly timeMs: EpochMs
+  readonly kind: string
+  readonly xid: number | null
+  readonly data: number | null
+  readonly gpuInstanceId: number | null
+  readonly computeInstanceId: number | null
+  readonly message: string | null
+}
+
+/** One process on a GPU in the GPU's newest report, with the replica the agent attributed it to. */
+export interface GpuProcessInfo {
+  readonly pid: number
+  readonly timeMs: EpochMs
+  readonly gpuInstanceId: number | null
+  readonly computeInstanceId: number | null
+  readonly usedMemoryBytes: GpuStat | null
+  readonly smUtilPct: GpuStat | null
+  readonly memUtilPct: GpuStat | null
+  readonly replica: {
+    readonly service: string
+    readonly model: string
+    readonly version: string
+    readonly replica: string
+  } | null
+  readonly podUid: string | null
+  readonly containerId: string | null
+}
+
+/** One GPU in the inventory: identity, when it was seen, the state of its newest report, events and processes. */
+export interface GpuInfo extends GpuIdentity {
+  readonly firstSeenMs: EpochMs
+  readonly lastSeenMs: EpochMs
+  /** End of the interval the state below covers. */
+  readonly lastReportMs: EpochMs
+  readonly samples: number
+  readonly fields: Readonly<Partial<Record<GpuField, GpuStat>>>
+  readonly clockEventReasonsSeen: readonly string[]
+  readonly unsupported: readonly string[]
+  readonly k8s: Readonly<{ namespace?: string; pod?: string; container?: string }> | null
+  /** Events of the last hour (before the `nowMs` given to {@link Store.gpus}), newest first. */
+  readonly events: readonly GpuEventInfo[]
+  readonly processes: readonly GpuProcessInfo[]
+}
+
+/** One folded GPU counter per step bucket: min, sample-weighted mean, max, and the last value. */
+export interface GpuPoint {
+  readonly tMs: EpochMs
+  readonly min: number
+  readonly mean: number
+  readonly max: number
+  readonly last: number
+}
+
+/** One GPU's series of one field. */
+export interface GpuSeries extends GpuIdentity {
+  readonly points: readonly GpuPoint[]
+}
 
 /** The rollup resolutions, finest first. The finest is the storage grid every report is folded into. */
 export interface RollupLevel {
@@ -96,6 +179,15 @@ export interface Store {
   ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>
   /** Every series that has reported, with first and last seen times. */
   services(): Promise<ServiceInfo[]>
+  /**
+   * Every GPU (and MIG instance) that has reported: the state of its newest report, its events of the hour
+   * before `nowMs` (default: the store's clock), and the processes of its newest report with their replicas.
+   */
+  gpus(nowMs?: EpochMs): Promise<GpuInfo[]>
+  /** One GPU field per GPU per step-aligned bucket (oldest first; empty buckets absent), from the coarsest rollups that fit. */
+  gpuSeries(selector: GpuSelector, range: TimeRange, field: GpuField, stepMs: number): Promise<GpuSeries[]>
+  /** GPU events whose time lies in the range, newest first. */
+  gpuEvents(range: TimeRange, selector?: GpuSelector): Promise<GpuEventInfo[]>
   /** Builds closed rollups and deletes rows past retention. Safe to run from several collectors at once. */
   compact(nowMs: EpochMs): Promise<{ readonly rolledUp: number; readonly deleted: number }>
   /** True when the database answers. */

@@ -2,6 +2,7 @@ import { useAuth } from './auth.js'
 import { Header } from './components/header.js'
 import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
+import { GpusPage } from './pages/gpus.js'
 import { ServiceDetail } from './pages/service-detail.js'
 import { ServiceList } from './pages/service-list.js'
 import { SloDetail } from './pages/slo-detail.js'
@@ -32,6 +33,8 @@ export function App() {
         <SloList />
       ) : route.page === 'slo' ? (
         <SloDetail key={route.name} name={route.name} />
+      ) : route.page === 'gpus' ? (
+        <GpusPage route={route} navigate={navigate} />
       ) : (
         <ServiceList />
       )}

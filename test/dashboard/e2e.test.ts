@@ -23,6 +23,8 @@ import { createSloRoutes } from '../../collector/routes/slos.js'
 import { createRecorder } from '../../agent/index.js'
 import type { Recorder } from '../../agent/index.js'
 import { seededRandom } from '../../agent/demo/fleet.js'
+import type { GpuReportItem } from '../../collector/index.js'
+import { formatUnit } from '../../dashboard/src/lib/gpu-transforms.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const DIST = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url))
@@ -80,6 +82,24 @@ slos:
 `,
 } as const
 
+/**
+ * The GPUs the live service's nodes report (one agent per node, in reports of their own): node-0 has a whole
+ * GPU running chat-0's server process (PID 4242) and an XID 79 three intervals ago; node-1 has a MIG instance.
+ * `utilPct(i)` is the utilization reported `i` intervals ago.
+ */
+const GPUS = {
+  wholeGpu: {
+    node: 'node-0',
+    uuid: 'GPU-0000aaaa-e2e',
+    name: 'NVIDIA H100 80GB HBM3',
+    pid: 4242,
+    powerW: 412.5,
+  },
+  mig: { node: 'node-1', uuid: 'GPU-1111bbbb-e2e', name: 'NVIDIA A100-SXM4-40GB', profile: '1g.5gb' },
+  utilPct: (i: number) => Math.round(55 + 35 * Math.sin(i / 9)),
+  xidIntervalsAgo: 3,
+} as const
+
 /** The rows of the breakdown table for these phases: total first, then the others in API order. */
 const tableOrder = (phases: readonly string[]) => ['total', ...phases.filter((p) => p !== 'total')]
 
@@ -91,8 +111,8 @@ interface Backend {
   readonly url: string
   /** A read-scope API token the backend accepts. */
   readonly token: string
-  /** A second collector on the same store whose SLO engine has no SLOs (the SLO page's empty state). */
-  readonly noSlosUrl: string
+  /** A second collector on the same store whose SLO engine has no SLOs (the SLO page's empty state; full backend only). */
+  readonly noSlosUrl?: string
   close(): Promise<void>
 }
 
@@ -133,6 +153,27 @@ async function startBackend(): Promise<Backend> {
     return median * Math.exp(sigma * z)
   }
   let seq = 0
+  const gpuSeq = new Map<string, number>()
+  /** One GPU-only report from the agent of `node` (its own instance and seq), as a GPU node's agent sends. */
+  const sendGpus = async (node: string, startMs: number, gpus: GpuReportItem[]) => {
+    const n = (gpuSeq.get(node) ?? 0) + 1
+    gpuSeq.set(node, n)
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reports',
+      headers: { authorization: `Bearer ${agentToken}` },
+      payload: {
+        version: 1,
+        agent: { id: `e2e-${node}`, instance: `e2e-${node}-instance`, node },
+        seq: n,
+        intervalStartMs: startMs,
+        intervalEndMs: startMs + INTERVAL_MS,
+        series: [],
+        gpus,
+      },
+    })
+    if (res.statusCode !== 200) throw new Error(`GPU report rejected: ${res.body}`)
+  }
   const send = async (recorder: Recorder, startMs: number) => {
     const { series } = recorder.drain()
     const res = await app.inject({
@@ -174,6 +215,49 @@ async function startBackend(): Promise<Backend> {
       }
     })
     await send(recorder, t)
+    const util = GPUS.utilPct(i)
+    const stat = (v: number) => ({ min: v, mean: v, max: v, last: v })
+    const w = GPUS.wholeGpu
+    await sendGpus(w.node, t, [
+      {
+        source: 'nvml',
+        uuid: w.uuid,
+        index: 0,
+        name: w.name,
+        samples: 10,
+        fields: {
+          gpuUtilPct: { min: util - 5, mean: util, max: util + 5, last: util },
+          memUsedBytes: stat(30e9 + util * 1e8),
+          memTotalBytes: stat(80e9),
+          powerW: stat(w.powerW),
+          temperatureC: stat(66),
+          smClockMhz: stat(1980),
+          memClockMhz: stat(2619),
+        },
+        ...(i === GPUS.xidIntervalsAgo
+          ? { events: [{ timeMs: t + 2000, kind: 'xid', xid: 79, message: 'GPU has fallen off the bus' }] }
+          : {}),
+        processes: [
+          {
+            pid: w.pid,
+            usedMemoryBytes: stat(28e9),
+            smUtilPct: stat(util),
+            replica: { service: live.service, model: live.model, version: '1', replica: live.replicas[0] },
+          },
+        ],
+      },
+    ])
+    await sendGpus(GPUS.mig.node, t, [
+      {
+        source: 'nvml',
+        uuid: GPUS.mig.uuid,
+        index: 0,
+        name: GPUS.mig.name,
+        mig: { gpuInstanceId: 7, computeInstanceId: 0, profile: GPUS.mig.profile },
+        samples: 10,
+        fields: { gpuUtilPct: stat(20), memUsedBytes: stat(2e9), memTotalBytes: stat(4.75e9) },
+      },
+    ])
   }
   // The stale service: 30 minutes of data that ended 150 minutes ago.
   for (let i = 180; i >= 1; i--) {
@@ -218,6 +302,32 @@ async function startBackend(): Promise<Backend> {
     async close() {
       await slos.stop()
       await bare.close()
+      await app.close()
+      await store.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A collector no agent has reported to (what `tailguard start` shows on a machine without GPUs). */
+async function startEmptyBackend(): Promise<Backend> {
+  const dir = mkdtempSync(join(tmpdir(), 'tg-dash-empty-'))
+  const store = await createStore({ url: join(dir, 'tg.db') })
+  const token = 'dashboard-read-token-empty-0123456789'
+  const app = await buildCollector(
+    {
+      tokens: [{ token, scope: 'read' }],
+      reportBodyLimitBytes: 1 << 20,
+      bodyLimitBytes: 1 << 20,
+      dashboardDir: DIST,
+    },
+    { store },
+  )
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return {
+    url,
+    token,
+    async close() {
       await app.close()
       await store.close()
       rmSync(dir, { recursive: true, force: true })
@@ -454,7 +564,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await shot(page, '7-slo-detail')
 
     // Without SLOs, the list says how to add some.
-    await page.goto(`${backend.noSlosUrl}/#token=${encodeURIComponent(backend.token)}&/slos`)
+    await page.goto(`${backend.noSlosUrl!}/#token=${encodeURIComponent(backend.token)}&/slos`)
     const empty = page.locator('section[aria-label="slos"]')
     await expect.poll(() => empty.getAttribute('data-state')).toBe('empty')
     expect(await empty.textContent()).toBe('No SLOs defined — see the README to add some')
@@ -487,6 +597,90 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await form.locator('button[type="submit"]').click()
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
     await page.context().close()
+  })
+
+  it('shows the GPU page: inventory, a chart per GPU, the XID and the process beside its replica', async () => {
+    const { page, urls, problems } = await openPage()
+    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
+    await page.locator('nav[aria-label="main"] a', { hasText: 'GPUs' }).click()
+    await page.waitForURL(/#\/gpus$/)
+    expect(await page.locator('nav[aria-label="main"] a.active').textContent()).toBe('GPUs')
+
+    const inventory = page.locator('section[aria-label="GPU inventory"]')
+    await expect.poll(() => inventory.getAttribute('data-state')).toBe('ready')
+    const rows = inventory.locator('tbody tr')
+    expect(await rows.count()).toBe(2)
+    const whole = rows.nth(0)
+    const cells = await whole.locator('td').allTextContents()
+    expect(cells.slice(0, 4)).toEqual([GPUS.wholeGpu.node, 'GPU 0', GPUS.wholeGpu.name, '–'])
+    expect(await whole.locator('td[data-field="gpuUtilPct"]').textContent()).toBe(
+      formatUnit(GPUS.utilPct(1), '%'),
+    )
+    expect(await whole.locator('td[data-field="powerW"]').textContent()).toBe(
+      formatUnit(GPUS.wholeGpu.powerW, 'W'),
+    )
+    expect(await whole.locator('td[data-field="temperatureC"]').textContent()).toBe('66 °C')
+    expect(await whole.locator('td[data-field="clocks"]').textContent()).toBe('1980 MHz / 2619 MHz')
+    expect(await whole.locator('td[data-field="memUsedBytes"]').textContent()).toMatch(/GiB \/ 74\.5 GiB$/)
+    const mig = await rows.nth(1).locator('td').allTextContents()
+    expect(mig.slice(0, 4)).toEqual([
+      GPUS.mig.node,
+      `GPU 0 · MIG 7/0 (${GPUS.mig.profile})`,
+      GPUS.mig.name,
+      `MIG 7/0 (${GPUS.mig.profile})`,
+    ])
+
+    // One chart per GPU, each with its utilization line drawn over the last 30 minutes.
+    const charts = page.locator('[data-chart="gpu-usage"]')
+    await expect.poll(() => charts.count()).toBe(2)
+    const curve = charts.first().locator('svg path.recharts-line-curve').first()
+    await curve.waitFor({ state: 'attached' })
+    expect((await curve.getAttribute('d'))?.length ?? 0).toBeGreaterThan(100)
+    expect(await charts.first().locator('svg path.recharts-line-curve').count()).toBe(3)
+
+    const events = page.locator('section[aria-label="GPU events"]')
+    await expect.poll(() => events.getAttribute('data-state')).toBe('ready')
+    expect(await events.locator('tbody tr').count()).toBe(1)
+    expect(await events.locator('tbody tr').textContent()).toContain('XID 79')
+    expect(await events.locator('tbody tr').textContent()).toContain('GPU has fallen off the bus')
+
+    const processes = page.locator('section[aria-label="GPU processes"]')
+    const proc = processes.locator(`tr[data-pid="${GPUS.wholeGpu.pid}"]`)
+    await proc.waitFor()
+    expect(await proc.locator('td[data-field="replica"]').textContent()).toBe(
+      `${FLEET.live.service}/${FLEET.live.model}@1 ${FLEET.live.replicas[0]}`,
+    )
+    // The replica's latency sits beside its GPU use.
+    expect(await proc.locator('td.num').nth(3).textContent()).toMatch(/ms$/)
+    expect(await proc.locator('td.num').nth(4).textContent()).toMatch(/ms$/)
+    await shot(page, '6-gpus')
+
+    // The range picker changes the charts' range and the address.
+    await page.locator('[role="group"][aria-label="time range"] button', { hasText: '6h' }).click()
+    await page.waitForURL(/#\/gpus\?range=6h$/)
+    await charts.first().locator('svg path.recharts-line-curve').first().waitFor({ state: 'attached' })
+    expect(urls.filter((u) => u.includes(backend.token))).toEqual([])
+    expect(problems).toEqual([])
+    await page.context().close()
+  })
+
+  it('says so when no GPU has reported', async () => {
+    const empty = await startEmptyBackend()
+    try {
+      const { page, problems } = await openPage()
+      await page.goto(`${empty.url}/#token=${encodeURIComponent(empty.token)}&/gpus`)
+      const inventory = page.locator('section[aria-label="GPU inventory"]')
+      await expect.poll(() => inventory.getAttribute('data-state')).toBe('empty')
+      expect(await inventory.textContent()).toContain('No GPU has reported')
+      expect(await page.locator('[data-chart="gpu-usage"]').count()).toBe(0)
+      expect(await page.locator('section[aria-label="GPU events"]').getAttribute('data-state')).toBe('empty')
+      await shot(page, '7-gpus-empty')
+      expect(problems).toEqual([])
+      await page.context().close()
+    } finally {
+      await empty.close()
+    }
   })
 
   it('shows the error for a bad token in the fragment', async () => {

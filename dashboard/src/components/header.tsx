@@ -4,6 +4,7 @@ import type { Route } from '../lib/route.js'
 const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => boolean }> = [
   { label: 'Services', href: '#/', matches: (r) => r.page === 'list' || r.page === 'service' },
   { label: 'SLOs', href: '#/slos', matches: (r) => r.page === 'slos' || r.page === 'slo' },
+  { label: 'GPUs', href: '#/gpus', matches: (r) => r.page === 'gpus' },
 ]
 
 /**

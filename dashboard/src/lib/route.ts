@@ -38,7 +38,13 @@ export interface SloRoute {
   readonly name: string
 }
 
-export type Route = ListRoute | ServiceRoute | SlosRoute | SloRoute
+/** The GPU page, with the range of its charts. */
+export interface GpuRoute {
+  readonly page: 'gpus'
+  readonly range: string
+}
+
+export type Route = ListRoute | ServiceRoute | SlosRoute | SloRoute | GpuRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
@@ -53,6 +59,8 @@ export function parseRoute(hash: string): Route {
   const [path = '', query = ''] = text.split('?', 2)
   const slo = parseSloPath(path)
   if (slo) return slo
+  if (/^\/gpus\/?$/.test(path))
+    return { page: 'gpus', range: timeRange(new URLSearchParams(query).get('range')).key }
   const m = /^\/service\/([^/]+)\/?$/.exec(path)
   if (!m) return { page: 'list' }
   let service: string
@@ -94,6 +102,8 @@ export function formatRoute(route: Route): string {
   if (route.page === 'list') return '#/'
   if (route.page === 'slos') return '#/slos'
   if (route.page === 'slo') return `#/slos/${encodeURIComponent(route.name)}`
+  if (route.page === 'gpus')
+    return route.range === SERVICE_ROUTE_DEFAULTS.range ? '#/gpus' : `#/gpus?range=${route.range}`
   const params = new URLSearchParams()
   if (route.model) params.set('model', route.model)
   if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)
