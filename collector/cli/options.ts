@@ -28,7 +28,7 @@ export function intArg(flag: string, min = 1) {
 }
 
 /** Adds `--config FILE` and `--log-level` to a command. */
-export function withCommonOptions(cmd: Command): Command {
+export function withCommonOptions(cmd: Command, defaultLogLevel = 'info'): Command {
   return cmd
     .option(
       '-c, --config <file>',
@@ -37,7 +37,7 @@ export function withCommonOptions(cmd: Command): Command {
     .addOption(
       new Option('--log-level <level>', 'log level')
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-        .default('info'),
+        .default(defaultLogLevel),
     )
 }
 

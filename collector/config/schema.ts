@@ -223,7 +223,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     metricsPublic: false,
     slos: null,
     retention: {},
-    sloEvaluationMs: 60_000,
+    sloEvaluationMs: 15_000,
     webhooks: [],
     externalUrl: null,
   },

@@ -94,15 +94,25 @@ export interface CycleResult {
 const quiet: SloLogger = { info() {}, warn() {}, error() {} }
 
 /**
- * A window length as the API names it: `5m`, `1h`, `3d`, `90s`.
+ * A window length as the API names it: `5m`, `1h`, `3d`, `90s`, and for scaled windows `5h36m`.
  *
  * @example durationText(3_600_000) // '1h'
  */
 export function durationText(ms: number): string {
-  if (ms % 86_400_000 === 0) return `${ms / 86_400_000}d`
-  if (ms % HOUR_MS === 0) return `${ms / HOUR_MS}h`
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`
-  return `${Math.round(ms / 1000)}s`
+  // Largest units first, so a scaled window reads as 5h36m rather than 336m.
+  const parts: string[] = []
+  let rest = Math.round(ms / 1000)
+  for (const [unit, seconds] of [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
+    const n = Math.floor(rest / seconds)
+    if (n > 0) parts.push(`${n}${unit}`)
+    rest -= n * seconds
+  }
+  return parts.length > 0 ? parts.join('') : '0s'
 }
 
 const seriesKeyOf = (s: SloDefinition) => JSON.stringify([s.selector, s.sli, s.budgeting])

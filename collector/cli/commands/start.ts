@@ -75,6 +75,8 @@ export const registerStart: RegisterCommand = (program, io) => {
         '--demo-trace <file>',
         'trace CSV for the demo (default ../shared/traces/azure-llm-2023-conv.csv when present)',
       ),
+    // One process for a person at a terminal: the lines printed below, and only warnings from the log.
+    'warn',
   )
     .addHelpText(
       'after',

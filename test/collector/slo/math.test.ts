@@ -14,6 +14,7 @@ import {
   errorBudget,
   forecastExhaustion,
 } from '../../../collector/slo/math.js'
+import { durationText } from '../../../collector/slo/engine.js'
 
 describe('budget math against worked numbers', () => {
   it('99.9% over 30 days allows 43.2 minutes', () => {
@@ -134,4 +135,16 @@ describe('countAtOrBelow edge cases', () => {
     only.recordValueWithCount(5_000, 3)
     expect(countAtOrBelow(only, 4_000)).toBe(0)
   })
+})
+
+describe('durationText', () => {
+  it.each([
+    [5 * 60_000, '5m'],
+    [3_600_000, '1h'],
+    [3 * 86_400_000, '3d'],
+    [90_000, '1m30s'],
+    [336 * 60_000, '5h36m'],
+    [4032 * 60_000, '2d19h12m'],
+    [0, '0s'],
+  ])('%i ms → %s', (ms, text) => expect(durationText(ms)).toBe(text))
 })
