@@ -59,8 +59,9 @@ describe('formatAgo and formatAxisTime', () => {
     [2 * 86_400_000 + 1, '2 d ago'],
   ])('%s ms before now → %s', (agoMs, text) => expect(formatAgo(now - agoMs, now)).toBe(text))
 
-  it('shows HH:MM within a day and the date beyond', () => {
+  it('shows seconds over short spans, HH:MM within a day and the date beyond', () => {
     const t = Date.parse('2026-03-04T05:06:07Z')
+    expect(formatAxisTime(t, 5 * 60_000)).toBe('05:06:07')
     expect(formatAxisTime(t, 3_600_000)).toBe('05:06')
     expect(formatAxisTime(t, 7 * 86_400_000)).toBe('03-04 05:06')
   })

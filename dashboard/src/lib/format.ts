@@ -81,12 +81,14 @@ export function formatAgo(thenMs: number, nowMs: number): string {
 }
 
 /**
- * A UTC clock time for chart axes: `HH:MM` for spans up to a day, `MM-DD HH:MM` beyond.
+ * A UTC clock time for chart axes: `HH:MM:SS` for spans up to 15 minutes (ticks there are seconds apart),
+ * `HH:MM` up to a day, `MM-DD HH:MM` beyond.
  *
  * @example formatAxisTime(Date.parse('2026-03-04T05:06:07Z'), 3_600_000) // '05:06'
  */
 export function formatAxisTime(tMs: number, spanMs: number): string {
   const iso = new Date(tMs).toISOString()
+  if (spanMs <= 15 * 60_000) return iso.slice(11, 19)
   const hm = iso.slice(11, 16)
   return spanMs > 86_400_000 ? `${iso.slice(5, 10)} ${hm}` : hm
 }
