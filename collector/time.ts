@@ -60,3 +60,34 @@ export function parseRange(
     )
   return { fromMs, toMs }
 }
+
+/** The most points a time-series answer may have. */
+export const MAX_SERIES_POINTS = 2_000
+
+/**
+ * The bucket width of a time series: the `step` query text (a duration of at least 1 s), or by default a
+ * multiple of 10 s that gives about 60 points. Throws a coded {@link BadRequest} naming `step` when the text
+ * is not a duration or would give more than {@link MAX_SERIES_POINTS} points.
+ *
+ * @example resolveStepMs(undefined, { fromMs: 0, toMs: 3_600_000 }) // 60000
+ */
+export function resolveStepMs(step: string | undefined, range: { fromMs: number; toMs: number }): number {
+  const span = range.toMs - range.fromMs
+  let stepMs: number
+  if (step !== undefined) {
+    const parsed = parseDurationMs(step)
+    if (parsed === undefined || parsed < 1000)
+      throw new BadRequest(`step: expected a duration of at least 1s like 10s, 1m, 1h; got '${step}'`)
+    stepMs = parsed
+  } else {
+    stepMs = Math.max(10_000, Math.ceil(span / 60 / 10_000) * 10_000)
+  }
+  if (span / stepMs > MAX_SERIES_POINTS)
+    throw new BadRequest(
+      `step: ${step ?? stepMs + 'ms'} gives more than ${MAX_SERIES_POINTS} points over this range; use a larger step`,
+    )
+  return stepMs
+}
+
+/** Epoch ms as the API writes times (ISO 8601, UTC). @example isoTime(0) // '1970-01-01T00:00:00.000Z' */
+export const isoTime = (ms: number): string => new Date(ms).toISOString()

@@ -5,9 +5,8 @@ import { GPU_FIELDS, GpuStatSchema, summarizeMs } from '../report/index.js'
 import type { GpuField } from '../report/index.js'
 import type { GpuEventInfo, GpuIdentity, GpuInfo, GpuSelector } from '../store/types.js'
 import { BadRequest } from '../errors.js'
-import { parseDurationMs, parseRange } from '../time.js'
+import { isoTime, parseRange, resolveStepMs } from '../time.js'
 
-const MAX_POINTS = 2_000
 /** The window over which `GET /gpus` reports each attributed replica's latency. */
 const REPLICA_LATENCY_WINDOW_MS = 5 * 60_000
 const FIELD_SET: ReadonlySet<string> = new Set(GPU_FIELDS)
@@ -151,7 +150,7 @@ const GpuTimeseriesResponse = Type.Object({
 const GpuEventsQuery = Type.Object(RangeQuery, { additionalProperties: false })
 const GpuEventsResponse = Type.Object({ from: Str, to: Str, events: Type.Array(GpuEventResponse) })
 
-const iso = (ms: number) => new Date(ms).toISOString()
+const iso = isoTime
 
 function identity(g: GpuIdentity): GpuIdentity {
   return {
@@ -324,20 +323,7 @@ export const gpuRoutes: FastifyPluginAsync = async (fastify) => {
       const q = req.query
       const field = parseGpuField(q.field)
       const range = parseRange(q.from, q.to, app.clock(), 3600_000)
-      const span = range.toMs - range.fromMs
-      let stepMs: number
-      if (q.step !== undefined) {
-        const parsed = parseDurationMs(q.step)
-        if (parsed === undefined || parsed < 1000)
-          throw new BadRequest(`step: expected a duration of at least 1s like 10s, 1m, 1h; got '${q.step}'`)
-        stepMs = parsed
-      } else {
-        stepMs = Math.max(10_000, Math.ceil(span / 60 / 10_000) * 10_000)
-      }
-      if (span / stepMs > MAX_POINTS)
-        throw new BadRequest(
-          `step: ${q.step ?? stepMs + 'ms'} gives more than ${MAX_POINTS} points over this range; use a larger step`,
-        )
+      const stepMs = resolveStepMs(q.step, range)
       const series = await app.store.gpuSeries(selectorOf(q), range, field, stepMs)
       return {
         from: iso(range.fromMs),

@@ -6,10 +6,9 @@ import { METRICS, PHASES, isMetric, summarizeMs } from '../report/index.js'
 import type { Metric } from '../report/index.js'
 import type { Selector } from '../store/types.js'
 import { BadRequest } from '../errors.js'
-import { parseDurationMs, parseRange } from '../time.js'
+import { isoTime, parseRange, resolveStepMs } from '../time.js'
 
 const DEFAULT_QUANTILES = ['0.5', '0.9', '0.99', '0.999']
-const MAX_POINTS = 2_000
 
 const SelectorQuery = {
   service: Type.Optional(Type.String({ maxLength: 256 })),
@@ -144,7 +143,7 @@ function selectorOf(q: {
   return s
 }
 
-const iso = (ms: number) => new Date(ms).toISOString()
+const iso = isoTime
 
 /** The query API (read scope): latency, breakdown, timeseries, services. All durations in ms as floats. */
 export const queryRoutes: FastifyPluginAsync = async (fastify) => {
@@ -230,20 +229,7 @@ export const queryRoutes: FastifyPluginAsync = async (fastify) => {
       const metric = parseMetric(q.phase)
       const quantiles = parseQuantiles(q.quantiles)
       const range = parseRange(q.from, q.to, app.clock())
-      const span = range.toMs - range.fromMs
-      let stepMs: number
-      if (q.step !== undefined) {
-        const parsed = parseDurationMs(q.step)
-        if (parsed === undefined || parsed < 1000)
-          throw new BadRequest(`step: expected a duration of at least 1s like 10s, 1m, 1h; got '${q.step}'`)
-        stepMs = parsed
-      } else {
-        stepMs = Math.max(10_000, Math.ceil(span / 60 / 10_000) * 10_000)
-      }
-      if (span / stepMs > MAX_POINTS)
-        throw new BadRequest(
-          `step: ${q.step ?? stepMs + 'ms'} gives more than ${MAX_POINTS} points over this range; use a larger step`,
-        )
+      const stepMs = resolveStepMs(q.step, range)
       const series = await app.store.timeseries(selectorOf(q), range, metric, stepMs)
       return {
         from: iso(range.fromMs),
