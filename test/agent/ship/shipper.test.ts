@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
 import { createRecorder, createShipper, openSpool } from '../../../agent/index.js'
+import type { ShipperOptions } from '../../../agent/index.js'
 import type { IntervalReport } from '../../../collector/index.js'
 
 const labels = { service: 'chat', model: 'm', version: '1', replica: 'r0', node: 'n' }
@@ -37,21 +38,28 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c()
 })
 
+/** A fake collector with the given behaviour, and a shipper (manual flushes only) sending to it. */
+async function setup(behaviour: { fail: number; status?: number }, extra: Partial<ShipperOptions> = {}) {
+  const c = await fakeCollector(behaviour)
+  closers.push(() => c.app.close())
+  const recorder = createRecorder()
+  const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
+  const shipper = createShipper({
+    collectorUrl: c.url,
+    token: 'agent-token-123456',
+    agentId: 'a',
+    node: 'n',
+    intervalMs: 60_000,
+    recorder,
+    spool,
+    ...extra,
+  })
+  return { c, recorder, spool, shipper }
+}
+
 describe('shipper', () => {
   it('numbers reports, sends them in order and empties the spool on acknowledgement', async () => {
-    const c = await fakeCollector({ fail: 0 })
-    closers.push(() => c.app.close())
-    const recorder = createRecorder()
-    const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
-    const shipper = createShipper({
-      collectorUrl: c.url,
-      token: 'agent-token-123456',
-      agentId: 'a',
-      node: 'n',
-      intervalMs: 60_000,
-      recorder,
-      spool,
-    })
+    const { c, recorder, spool, shipper } = await setup({ fail: 0 })
     for (let i = 0; i < 3; i++) {
       recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 1000 + i } })
       await shipper.flush()
@@ -64,20 +72,7 @@ describe('shipper', () => {
 
   it('keeps reports through failures (dropped connections and 503s) and delivers each exactly once', async () => {
     for (const behaviour of [{ fail: 3 }, { fail: 3, status: 503 }]) {
-      const c = await fakeCollector(behaviour)
-      closers.push(() => c.app.close())
-      const recorder = createRecorder()
-      const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
-      const shipper = createShipper({
-        collectorUrl: c.url,
-        token: 'agent-token-123456',
-        agentId: 'a',
-        node: 'n',
-        intervalMs: 60_000,
-        recorder,
-        spool,
-        backoff: { baseMs: 5, maxMs: 20 },
-      })
+      const { c, recorder, spool, shipper } = await setup(behaviour, { backoff: { baseMs: 5, maxMs: 20 } })
       let total = 0
       for (let i = 0; i < 5; i++) {
         recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 500 } })
@@ -96,21 +91,11 @@ describe('shipper', () => {
   })
 
   it('drops a report the collector rejects as invalid instead of retrying it forever', async () => {
-    const c = await fakeCollector({ fail: 1, status: 400 })
-    closers.push(() => c.app.close())
-    const recorder = createRecorder()
-    const spool = openSpool({ dir: null, maxBytes: 1 << 20 })
     const logs: string[] = []
-    const shipper = createShipper({
-      collectorUrl: c.url,
-      token: 'agent-token-123456',
-      agentId: 'a',
-      node: 'n',
-      intervalMs: 60_000,
-      recorder,
-      spool,
-      log: (_l, m) => logs.push(m),
-    })
+    const { recorder, spool, shipper } = await setup(
+      { fail: 1, status: 400 },
+      { log: (_l, m) => logs.push(m) },
+    )
     recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 500 } })
     await shipper.flush()
     expect(spool.size).toBe(0)
