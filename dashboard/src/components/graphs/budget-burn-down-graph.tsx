@@ -9,10 +9,10 @@ import {
   YAxis,
 } from 'recharts'
 import type { ApiState } from '../../hooks/use-api.js'
-import { formatAxisTime } from '../../lib/format.js'
 import { burnDownDomain, burnDownRows } from '../../lib/slo.js'
 import type { SloDetailResponse } from '../../lib/slo-types.js'
 import { ChartFrame } from '../chart-frame.js'
+import { timeAxisProps, tooltipTime } from './time-axis.js'
 
 /** Props of {@link BudgetBurnDownGraph}. */
 export interface BudgetBurnDownGraphProps {
@@ -49,15 +49,7 @@ export function BudgetBurnDownGraph({ state }: BudgetBurnDownGraphProps) {
           <ResponsiveContainer width="100%" height={220}>
             <AreaChart data={rows} margin={{ top: 8, right: 16, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
-              <XAxis
-                dataKey="tMs"
-                type="number"
-                scale="time"
-                domain={[first, last]}
-                tickFormatter={(t: number) => formatAxisTime(t, spanMs)}
-                stroke="#7a8394"
-                fontSize={12}
-              />
+              <XAxis {...timeAxisProps([first, last], spanMs)} />
               <YAxis
                 domain={domain}
                 tickFormatter={(v: number) => `${v}%`}
@@ -67,7 +59,7 @@ export function BudgetBurnDownGraph({ state }: BudgetBurnDownGraphProps) {
               />
               {overspent ? <ReferenceLine y={0} stroke="#c0392b" strokeDasharray="4 3" /> : null}
               <Tooltip
-                labelFormatter={(t) => new Date(Number(t)).toISOString().replace('T', ' ').slice(0, 16)}
+                labelFormatter={tooltipTime('minute')}
                 formatter={(v) => [
                   typeof v === 'number' ? `${Number(v.toPrecision(4))}%` : '–',
                   'budget remaining',

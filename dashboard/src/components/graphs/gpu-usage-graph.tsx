@@ -1,10 +1,10 @@
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
 import type { ApiError } from '../../api.js'
 import type { LoadStatus } from '../../hooks/use-api.js'
-import { formatAxisTime } from '../../lib/format.js'
 import { formatUnit } from '../../lib/gpu-transforms.js'
 import type { GpuChartRow } from '../../lib/gpu-transforms.js'
 import { ChartFrame } from '../chart-frame.js'
+import { timeAxisProps, tooltipTime } from './time-axis.js'
 
 /** Props of {@link GpuUsageGraph}. */
 export interface GpuUsageGraphProps {
@@ -39,15 +39,7 @@ export function GpuUsageGraph(props: GpuUsageGraphProps) {
           <ResponsiveContainer width="100%" height={200}>
             <LineChart data={[...props.rows]} margin={{ top: 8, right: 8, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
-              <XAxis
-                dataKey="tMs"
-                type="number"
-                scale="time"
-                domain={[props.fromMs, props.toMs]}
-                tickFormatter={(t: number) => formatAxisTime(t, span)}
-                stroke="#7a8394"
-                fontSize={12}
-              />
+              <XAxis {...timeAxisProps([props.fromMs, props.toMs], span)} />
               <YAxis
                 yAxisId="pct"
                 domain={[0, 100]}
@@ -65,7 +57,7 @@ export function GpuUsageGraph(props: GpuUsageGraphProps) {
                 width={64}
               />
               <Tooltip
-                labelFormatter={(t) => new Date(Number(t)).toISOString().replace('T', ' ').slice(0, 19)}
+                labelFormatter={tooltipTime()}
                 formatter={(v, name) => [
                   formatUnit(typeof v === 'number' ? v : null, name === 'memory used' ? 'GiB' : '%'),
                   name,

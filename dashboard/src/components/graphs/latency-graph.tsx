@@ -2,9 +2,10 @@ import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, X
 import type { ApiState } from '../../hooks/use-api.js'
 import type { TimeseriesResponse } from '../../lib/api-types.js'
 import { quantileColor } from '../../lib/colors.js'
-import { formatAxisTime, formatMs, quantileLabel } from '../../lib/format.js'
+import { formatMs, quantileLabel } from '../../lib/format.js'
 import { hasTimeseriesData, quantileKey, timeseriesRows } from '../../lib/transforms.js'
 import { ChartFrame } from '../chart-frame.js'
+import { timeAxisProps, tooltipTime } from './time-axis.js'
 
 /** Props of {@link LatencyGraph}. */
 export interface LatencyGraphProps {
@@ -40,17 +41,14 @@ export function LatencyGraph({ state, phase, rangeMs, emptyText }: LatencyGraphP
             <LineChart data={rows} margin={{ top: 8, right: 16, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
               <XAxis
-                dataKey="tMs"
-                type="number"
-                scale="time"
-                domain={ts ? [Date.parse(ts.from), Date.parse(ts.to)] : ['dataMin', 'dataMax']}
-                tickFormatter={(t: number) => formatAxisTime(t, rangeMs)}
-                stroke="#7a8394"
-                fontSize={12}
+                {...timeAxisProps(
+                  ts ? [Date.parse(ts.from), Date.parse(ts.to)] : ['dataMin', 'dataMax'],
+                  rangeMs,
+                )}
               />
               <YAxis tickFormatter={(v: number) => formatMs(v)} stroke="#7a8394" fontSize={12} width={72} />
               <Tooltip
-                labelFormatter={(t) => new Date(Number(t)).toISOString().replace('T', ' ').slice(0, 19)}
+                labelFormatter={tooltipTime()}
                 formatter={(v, name) => [formatMs(typeof v === 'number' ? v : null), name]}
               />
               <Legend />

@@ -1,9 +1,10 @@
 import { Area, AreaChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
 import type { ApiState } from '../../hooks/use-api.js'
 import type { TimeseriesResponse } from '../../lib/api-types.js'
-import { formatAxisTime, formatRate } from '../../lib/format.js'
+import { formatRate } from '../../lib/format.js'
 import { hasTimeseriesData, timeseriesRows } from '../../lib/transforms.js'
 import { ChartFrame } from '../chart-frame.js'
+import { timeAxisProps, tooltipTime } from './time-axis.js'
 
 /** Props of {@link RequestRateGraph}. */
 export interface RequestRateGraphProps {
@@ -36,17 +37,14 @@ export function RequestRateGraph({ state, rangeMs, emptyText }: RequestRateGraph
             <AreaChart data={rows} margin={{ top: 8, right: 16, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
               <XAxis
-                dataKey="tMs"
-                type="number"
-                scale="time"
-                domain={ts ? [Date.parse(ts.from), Date.parse(ts.to)] : ['dataMin', 'dataMax']}
-                tickFormatter={(t: number) => formatAxisTime(t, rangeMs)}
-                stroke="#7a8394"
-                fontSize={12}
+                {...timeAxisProps(
+                  ts ? [Date.parse(ts.from), Date.parse(ts.to)] : ['dataMin', 'dataMax'],
+                  rangeMs,
+                )}
               />
               <YAxis tickFormatter={(v: number) => formatRate(v)} stroke="#7a8394" fontSize={12} width={72} />
               <Tooltip
-                labelFormatter={(t) => new Date(Number(t)).toISOString().replace('T', ' ').slice(0, 19)}
+                labelFormatter={tooltipTime()}
                 formatter={(v) => [formatRate(typeof v === 'number' ? v : null), 'rate']}
               />
               <Area
