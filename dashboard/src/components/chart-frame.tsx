@@ -2,6 +2,7 @@ import type { ReactNode } from 'react'
 import type { ApiError } from '../api.js'
 import type { LoadStatus } from '../hooks/use-api.js'
 import { NO_DATA } from '../lib/transforms.js'
+import { StateMessage } from './state-message.js'
 
 /** Props of {@link ChartFrame}. */
 export interface ChartFrameProps {
@@ -40,15 +41,13 @@ export function ChartFrame(props: ChartFrameProps) {
         {props.actions ? <div className="panel-actions">{props.actions}</div> : null}
       </header>
       {state === 'loading' ? (
-        <div className="chart-state" role="status">
-          <span className="spinner" aria-hidden="true" /> Loading…
-        </div>
+        <StateMessage state="loading">Loading…</StateMessage>
       ) : state === 'error' ? (
-        <div className="chart-state chart-error" role="alert">
+        <StateMessage state="error">
           Could not load this chart: {props.error?.message ?? 'unknown error'}
-        </div>
+        </StateMessage>
       ) : state === 'empty' ? (
-        <div className="chart-state chart-empty">{props.emptyText ?? NO_DATA}</div>
+        <StateMessage state="empty">{props.emptyText ?? NO_DATA}</StateMessage>
       ) : (
         <>
           {props.status === 'error' && props.error ? (

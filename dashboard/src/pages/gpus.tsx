@@ -15,6 +15,7 @@ import {
 import type { GpuTableRow } from '../lib/gpu-transforms.js'
 import type { GpuRoute, Route } from '../lib/route.js'
 import { timeRange } from '../lib/time-range.js'
+import { StateMessage } from '../components/state-message.js'
 
 /** How often the page refreshes. */
 const REFRESH_MS = 10_000
@@ -40,18 +41,16 @@ function Panel(props: {
           {props.subtitle ? <p className="panel-sub">{props.subtitle}</p> : null}
         </div>
       </header>
-      {props.state === 'loading' ? (
-        <div className="chart-state" role="status">
-          <span className="spinner" aria-hidden="true" /> {props.loadingText}
-        </div>
-      ) : props.state === 'error' ? (
-        <div className="chart-state chart-error" role="alert">
-          {props.errorText}
-        </div>
-      ) : props.state === 'empty' ? (
-        <div className="chart-state chart-empty">{props.emptyText}</div>
-      ) : (
+      {props.state === 'ready' ? (
         props.children()
+      ) : (
+        <StateMessage state={props.state}>
+          {props.state === 'loading'
+            ? props.loadingText
+            : props.state === 'error'
+              ? props.errorText
+              : props.emptyText}
+        </StateMessage>
       )}
     </section>
   )

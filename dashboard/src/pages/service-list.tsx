@@ -6,6 +6,7 @@ import { formatRoute } from '../lib/route.js'
 import { SERVICE_ROUTE_DEFAULTS } from '../lib/route.js'
 import { groupServices, requestStats } from '../lib/transforms.js'
 import type { ServiceGroup } from '../lib/transforms.js'
+import { StateMessage } from '../components/state-message.js'
 
 /** How often the list refreshes. */
 const REFRESH_MS = 10_000
@@ -67,23 +68,15 @@ export function ServiceList() {
   const groups = response ? groupServices(response.services) : []
   let body
   if (status === 'loading') {
-    body = (
-      <div className="chart-state" role="status">
-        <span className="spinner" aria-hidden="true" /> Loading services…
-      </div>
-    )
+    body = <StateMessage state="loading">Loading services…</StateMessage>
   } else if (!response) {
-    body = (
-      <div className="chart-state chart-error" role="alert">
-        Could not load the services: {error?.message}
-      </div>
-    )
+    body = <StateMessage state="error">Could not load the services: {error?.message}</StateMessage>
   } else if (groups.length === 0) {
     body = (
-      <div className="chart-state chart-empty">
+      <StateMessage state="empty">
         No service has reported yet. Start an agent (<code>tailguard agent</code>) that ships to this
         collector.
-      </div>
+      </StateMessage>
     )
   } else {
     body = (

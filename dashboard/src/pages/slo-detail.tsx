@@ -18,6 +18,7 @@ import {
   tierRows,
 } from '../lib/slo.js'
 import type { SloDetailResponse } from '../lib/slo-types.js'
+import { StateMessage } from '../components/state-message.js'
 
 /** How often the page refreshes. */
 const REFRESH_MS = 10_000
@@ -75,7 +76,7 @@ function TierTable({ slo }: { slo: SloDetailResponse }) {
         </div>
       </header>
       {rows.length === 0 ? (
-        <div className="chart-state chart-empty">This SLO has no alert tiers.</div>
+        <StateMessage state="empty">This SLO has no alert tiers.</StateMessage>
       ) : (
         <table className="table tier-table">
           <thead>
@@ -130,19 +131,17 @@ export function SloDetail({ name }: { name: string }) {
   if (state.status === 'loading') {
     body = (
       <section className="panel" data-state="loading" aria-label="SLO">
-        <div className="chart-state" role="status">
-          <span className="spinner" aria-hidden="true" /> Loading the SLO…
-        </div>
+        <StateMessage state="loading">Loading the SLO…</StateMessage>
       </section>
     )
   } else if (!slo) {
     body = (
       <section className="panel" data-state="error" aria-label="SLO">
-        <div className="chart-state chart-error" role="alert">
+        <StateMessage state="error">
           {state.error?.statusCode === 404
             ? `No SLO is named ${name}.`
             : `Could not load the SLO: ${state.error?.message ?? 'unknown error'}`}
-        </div>
+        </StateMessage>
       </section>
     )
   } else {

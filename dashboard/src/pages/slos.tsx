@@ -12,6 +12,7 @@ import {
   tierRows,
 } from '../lib/slo.js'
 import type { SloStatus } from '../lib/slo-types.js'
+import { StateMessage } from '../components/state-message.js'
 
 /** How often the list refreshes (the collector evaluates once a minute by default). */
 const REFRESH_MS = 10_000
@@ -73,19 +74,11 @@ export function SloList() {
   const slos = response?.slos ?? []
   let body
   if (status === 'loading') {
-    body = (
-      <div className="chart-state" role="status">
-        <span className="spinner" aria-hidden="true" /> Loading SLOs…
-      </div>
-    )
+    body = <StateMessage state="loading">Loading SLOs…</StateMessage>
   } else if (!response) {
-    body = (
-      <div className="chart-state chart-error" role="alert">
-        Could not load the SLOs: {error?.message}
-      </div>
-    )
+    body = <StateMessage state="error">Could not load the SLOs: {error?.message}</StateMessage>
   } else if (slos.length === 0) {
-    body = <div className="chart-state chart-empty">{NO_SLOS}</div>
+    body = <StateMessage state="empty">{NO_SLOS}</StateMessage>
   } else {
     body = (
       <table className="table slo-table">
