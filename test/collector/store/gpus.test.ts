@@ -1,8 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createStore } from '../../../collector/index.js'
-import type { Store } from '../../../collector/index.js'
-import { createTestDatabase, testDialects } from '../../helpers/dialects.js'
-import type { TestDatabase } from '../../helpers/dialects.js'
+import { describe, expect, it } from 'vitest'
+import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { makeGpuReport } from '../../helpers/gpu-reports.js'
 import type { FakeGpu } from '../../helpers/gpu-reports.js'
 
@@ -25,16 +22,7 @@ const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.lengt
 
 for (const dialect of testDialects())
   describe(`${dialect}: store GPU telemetry`, () => {
-    let tdb: TestDatabase
-    let store: Store
-    beforeEach(async () => {
-      tdb = await createTestDatabase(dialect)
-      store = await createStore({ url: tdb.url })
-    })
-    afterEach(async () => {
-      await store.close()
-      await tdb.drop()
-    })
+    const db = useTestStore(dialect)
 
     it('keeps the inventory with the newest state, events and attributed processes; a retry stores nothing twice', async () => {
       const report = makeGpuReport({
@@ -51,10 +39,10 @@ for (const dialect of testDialects())
           { uuid: 'GPU-bbbb', index: 1, mig: { gpuInstanceId: 3, computeInstanceId: 0 }, utilPct: [5, 7] },
         ],
       })
-      expect(await store.ingest(report, T0 + 5000)).toEqual({ kind: 'stored' })
-      expect(await store.ingest(report, T0 + 6000)).toEqual({ kind: 'duplicate' })
+      expect(await db.store.ingest(report, T0 + 5000)).toEqual({ kind: 'stored' })
+      expect(await db.store.ingest(report, T0 + 6000)).toEqual({ kind: 'duplicate' })
 
-      const gpus = await store.gpus(T0 + 10_000)
+      const gpus = await db.store.gpus(T0 + 10_000)
       expect(gpus.map((g) => [g.node, g.index, g.uuid, g.mig?.gpuInstanceId ?? null])).toEqual([
         ['n0', 0, 'GPU-aaaa', null],
         ['n0', 1, 'GPU-bbbb', 3],
@@ -84,15 +72,18 @@ for (const dialect of testDialects())
       expect(b!.processes).toEqual([])
 
       // The retry added no event and no stat row.
-      expect(await store.gpuEvents(ALL)).toHaveLength(1)
-      const series = await store.gpuSeries({ uuid: 'GPU-aaaa' }, ALL, 'gpuUtilPct', 10_000)
+      expect(await db.store.gpuEvents(ALL)).toHaveLength(1)
+      const series = await db.store.gpuSeries({ uuid: 'GPU-aaaa' }, ALL, 'gpuUtilPct', 10_000)
       expect(series).toHaveLength(1)
       expect(series[0]!.points).toEqual([{ tMs: T0, min: 10, mean: 30, max: 50, last: 30 }])
     })
 
     it('follows the newest report; a late report adds its data but does not roll the state back', async () => {
-      await store.ingest(makeGpuReport({ seq: 2, startMs: T0 + 10_000, gpus: [gpu0([80, 90])] }), T0 + 15_000)
-      await store.ingest(
+      await db.store.ingest(
+        makeGpuReport({ seq: 2, startMs: T0 + 10_000, gpus: [gpu0([80, 90])] }),
+        T0 + 15_000,
+      )
+      await db.store.ingest(
         makeGpuReport({
           seq: 1,
           startMs: T0,
@@ -100,13 +91,13 @@ for (const dialect of testDialects())
         }),
         T0 + 16_000,
       )
-      const [g] = await store.gpus(T0 + 20_000)
+      const [g] = await db.store.gpus(T0 + 20_000)
       expect(g!.fields.gpuUtilPct?.last).toBe(90)
       expect(g!.lastReportMs).toBe(T0 + 15_000)
       expect(g!.firstSeenMs).toBe(T0 + 5000)
       // The late report's processes belong to an older report: not listed as current.
       expect(g!.processes).toEqual([])
-      const series = await store.gpuSeries({}, ALL, 'gpuUtilPct', 10_000)
+      const series = await db.store.gpuSeries({}, ALL, 'gpuUtilPct', 10_000)
       expect(series[0]!.points.map((p) => [p.tMs - T0, p.last])).toEqual([
         [0, 20],
         [10_000, 90],
@@ -116,7 +107,7 @@ for (const dialect of testDialects())
     it('answers series per GPU, by node and uuid, with sample-weighted means over wider steps', async () => {
       const a1 = [10, 20, 30]
       const a2 = [70]
-      await store.ingest(
+      await db.store.ingest(
         makeGpuReport({
           seq: 1,
           startMs: T0,
@@ -124,24 +115,24 @@ for (const dialect of testDialects())
         }),
         T0 + 5000,
       )
-      await store.ingest(makeGpuReport({ seq: 2, startMs: T0 + 20_000, gpus: [gpu0(a2)] }), T0 + 25_000)
-      await store.ingest(
+      await db.store.ingest(makeGpuReport({ seq: 2, startMs: T0 + 20_000, gpus: [gpu0(a2)] }), T0 + 25_000)
+      await db.store.ingest(
         makeGpuReport({ seq: 1, instance: 'other', node: 'n1', startMs: T0, gpus: [gpu0([99])] }),
         T0 + 5000,
       )
-      const perMinute = await store.gpuSeries({ node: 'n0' }, ALL, 'gpuUtilPct', 60_000)
+      const perMinute = await db.store.gpuSeries({ node: 'n0' }, ALL, 'gpuUtilPct', 60_000)
       expect(perMinute.map((s) => s.uuid)).toEqual(['GPU-aaaa', 'GPU-bbbb'])
       expect(perMinute[0]!.points).toEqual([
         { tMs: T0, min: 10, mean: mean([...a1, ...a2]), max: 70, last: 70 },
       ])
-      const byUuid = await store.gpuSeries({ uuid: 'GPU-aaaa' }, ALL, 'gpuUtilPct', 10_000)
+      const byUuid = await db.store.gpuSeries({ uuid: 'GPU-aaaa' }, ALL, 'gpuUtilPct', 10_000)
       expect(byUuid.map((s) => [s.node, s.points.length])).toEqual([
         ['n0', 2],
         ['n1', 1],
       ])
-      expect(await store.gpuSeries({ node: 'nope' }, ALL, 'gpuUtilPct', 10_000)).toEqual([])
-      expect(await store.gpuSeries({}, ALL, 'tensorActivePct', 10_000)).toEqual([])
-      const power = await store.gpuSeries({ node: 'n1' }, ALL, 'powerW', 10_000)
+      expect(await db.store.gpuSeries({ node: 'nope' }, ALL, 'gpuUtilPct', 10_000)).toEqual([])
+      expect(await db.store.gpuSeries({}, ALL, 'tensorActivePct', 10_000)).toEqual([])
+      const power = await db.store.gpuSeries({ node: 'n1' }, ALL, 'powerW', 10_000)
       expect(power[0]!.points[0]!.last).toBe(199)
     })
 
@@ -151,7 +142,7 @@ for (const dialect of testDialects())
       for (let t = 0; t < 5 * 60_000; t += 10_000) {
         const u = [(t / 1000) % 97, ((t / 1000) * 7) % 89]
         utils.push(...u)
-        await store.ingest(
+        await db.store.ingest(
           makeGpuReport({
             seq: ++seq,
             startMs: T0 + t,
@@ -161,12 +152,12 @@ for (const dialect of testDialects())
         )
       }
       const range = { fromMs: T0, toMs: T0 + 5 * 60_000 }
-      const before = await store.gpuSeries({}, range, 'gpuUtilPct', 60_000)
-      const whole = await store.gpuSeries({}, range, 'gpuUtilPct', 5 * 60_000)
+      const before = await db.store.gpuSeries({}, range, 'gpuUtilPct', 60_000)
+      const whole = await db.store.gpuSeries({}, range, 'gpuUtilPct', 5 * 60_000)
       expect(whole[0]!.points[0]!.mean).toBeCloseTo(mean(utils), 9)
-      const { rolledUp } = await store.compact(T0 + 10 * 60_000)
+      const { rolledUp } = await db.store.compact(T0 + 10 * 60_000)
       expect(rolledUp).toBeGreaterThan(0)
-      const after = await store.gpuSeries({}, range, 'gpuUtilPct', 60_000)
+      const after = await db.store.gpuSeries({}, range, 'gpuUtilPct', 60_000)
       expect(after).toHaveLength(1)
       expect(after[0]!.points).toHaveLength(5)
       after[0]!.points.forEach((p, i) => {
@@ -176,20 +167,20 @@ for (const dialect of testDialects())
       })
 
       // Three days on: the 10 s rows, process rows are gone, the minute rows and events are kept.
-      await store.compact(T0 + 3 * 86_400_000)
-      const later = await store.gpuSeries({}, range, 'gpuUtilPct', 60_000)
+      await db.store.compact(T0 + 3 * 86_400_000)
+      const later = await db.store.gpuSeries({}, range, 'gpuUtilPct', 60_000)
       expect(later[0]!.points.map((p) => p.max)).toEqual(after[0]!.points.map((p) => p.max))
-      expect(await store.gpuEvents(range)).toHaveLength(1)
+      expect(await db.store.gpuEvents(range)).toHaveLength(1)
       // Past the 1 min level's retention (14 days) the events go too; the inventory stays.
-      await store.compact(T0 + 15 * 86_400_000)
-      expect(await store.gpuEvents(range)).toEqual([])
-      const [g] = await store.gpus(T0 + 15 * 86_400_000)
+      await db.store.compact(T0 + 15 * 86_400_000)
+      expect(await db.store.gpuEvents(range)).toEqual([])
+      const [g] = await db.store.gpus(T0 + 15 * 86_400_000)
       expect(g!.uuid).toBe('GPU-aaaa')
       expect(g!.events).toEqual([])
     })
 
     it('lists events of a range newest first, and the inventory only the last hour', async () => {
-      await store.ingest(
+      await db.store.ingest(
         makeGpuReport({
           seq: 1,
           startMs: T0,
@@ -204,14 +195,14 @@ for (const dialect of testDialects())
         }),
         T0 + 5000,
       )
-      const events = await store.gpuEvents({ fromMs: T0, toMs: T0 + 1000 })
+      const events = await db.store.gpuEvents({ fromMs: T0, toMs: T0 + 1000 })
       expect(events.map((e) => [e.kind, e.xid])).toEqual([
         ['ecc_double_bit', null],
         ['xid', 13],
       ])
-      expect(await store.gpuEvents({ fromMs: T0 + 150, toMs: T0 + 1000 }, { node: 'n0' })).toHaveLength(1)
-      expect(await store.gpuEvents({ fromMs: T0, toMs: T0 + 1000 }, { node: 'n1' })).toEqual([])
-      expect((await store.gpus(T0 + 30 * 60_000))[0]!.events).toHaveLength(2)
-      expect((await store.gpus(T0 + 2 * 3600_000))[0]!.events).toEqual([])
+      expect(await db.store.gpuEvents({ fromMs: T0 + 150, toMs: T0 + 1000 }, { node: 'n0' })).toHaveLength(1)
+      expect(await db.store.gpuEvents({ fromMs: T0, toMs: T0 + 1000 }, { node: 'n1' })).toEqual([])
+      expect((await db.store.gpus(T0 + 30 * 60_000))[0]!.events).toHaveLength(2)
+      expect((await db.store.gpus(T0 + 2 * 3600_000))[0]!.events).toEqual([])
     })
   })

@@ -1,9 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { BadRequest } from '../../../collector/errors.js'
 import { createStore } from '../../../collector/index.js'
-import type { Store } from '../../../collector/index.js'
-import { createTestDatabase, testDialects } from '../../helpers/dialects.js'
-import type { TestDatabase } from '../../helpers/dialects.js'
+import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { fingerprint, histogramOf, labels, makeReport } from '../../helpers/reports.js'
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0)
@@ -11,16 +9,7 @@ const ALL = { fromMs: T0 - 3600_000, toMs: T0 + 3600_000 }
 
 for (const dialect of testDialects())
   describe(`${dialect}: store ingest`, () => {
-    let tdb: TestDatabase
-    let store: Store
-    beforeEach(async () => {
-      tdb = await createTestDatabase(dialect)
-      store = await createStore({ url: tdb.url })
-    })
-    afterEach(async () => {
-      await store.close()
-      await tdb.drop()
-    })
+    const db = useTestStore(dialect)
 
     it('stores a report once; a retry is a duplicate and changes no count', async () => {
       const report = makeReport({
@@ -36,25 +25,27 @@ for (const dialect of testDialects())
           },
         ],
       })
-      expect(await store.ingest(report, T0 + 6000)).toEqual({ kind: 'stored' })
-      expect(await store.ingest(report, T0 + 7000)).toEqual({ kind: 'duplicate' })
-      expect(await store.ingest(report, T0 + 8000)).toEqual({ kind: 'duplicate' })
-      expect(await store.counts({}, ALL)).toEqual({
+      expect(await db.store.ingest(report, T0 + 6000)).toEqual({ kind: 'stored' })
+      expect(await db.store.ingest(report, T0 + 7000)).toEqual({ kind: 'duplicate' })
+      expect(await db.store.ingest(report, T0 + 8000)).toEqual({ kind: 'duplicate' })
+      expect(await db.store.counts({}, ALL)).toEqual({
         ok: 3,
         error: 1,
         shed: 0,
         errorClasses: { timeout: 1 },
         outputTokens: 42,
       })
-      const h = await store.histograms({ service: 'chat' }, ALL, ['total', 'ttft', 'kernel'])
+      const h = await db.store.histograms({ service: 'chat' }, ALL, ['total', 'ttft', 'kernel'])
       expect(h.get('total')!.totalCount).toBe(3)
       expect(h.get('ttft')!.totalCount).toBe(1)
       expect(h.get('kernel')!.totalCount).toBe(0)
       // Same seq from another agent instance is a different report.
-      expect(await store.ingest({ ...report, agent: { ...report.agent, instance: 'inst-b' } }, T0)).toEqual({
+      expect(
+        await db.store.ingest({ ...report, agent: { ...report.agent, instance: 'inst-b' } }, T0),
+      ).toEqual({
         kind: 'stored',
       })
-      expect((await store.counts({}, ALL)).ok).toBe(6)
+      expect((await db.store.counts({}, ALL)).ok).toBe(6)
     })
 
     it('rejects an undecodable histogram with BadRequest and writes nothing', async () => {
@@ -70,15 +61,15 @@ for (const dialect of testDialects())
           },
         ],
       }
-      const err = await store.ingest(bad, T0).then(
+      const err = await db.store.ingest(bad, T0).then(
         () => undefined,
         (e: unknown) => e,
       )
       expect(err).toBeInstanceOf(BadRequest)
       expect((err as BadRequest).code).toBe('TG_ERR_BAD_REQUEST')
       expect((err as BadRequest).message).toMatch(/series\[1\]\.histograms\.kernel/)
-      expect(await store.services()).toEqual([])
-      expect(await store.counts({}, ALL)).toEqual({
+      expect(await db.store.services()).toEqual([])
+      expect(await db.store.counts({}, ALL)).toEqual({
         ok: 0,
         error: 0,
         shed: 0,
@@ -86,12 +77,12 @@ for (const dialect of testDialects())
         outputTokens: 0,
       })
       // The seq was not burnt: the corrected report is stored.
-      expect(await store.ingest(good, T0)).toEqual({ kind: 'stored' })
-      expect((await store.counts({}, ALL)).ok).toBe(1)
+      expect(await db.store.ingest(good, T0)).toEqual({ kind: 'stored' })
+      expect((await db.store.counts({}, ALL)).ok).toBe(1)
     })
 
     it('answers StoreUnavailable (503) when the database is gone', async () => {
-      const closed = await createStore({ url: tdb.url })
+      const closed = await createStore({ url: db.url })
       await closed.close()
       const report = makeReport({ seq: 1, startMs: T0, series: [{ ok: 1 }] })
       await expect(closed.ingest(report, T0)).rejects.toMatchObject({
@@ -104,12 +95,12 @@ for (const dialect of testDialects())
 
     it('lists series with first and last seen times: the data’s time, never later than its arrival', async () => {
       // A series is seen at the end of the interval its data covers (to within one 10 s step).
-      await store.ingest(
+      await db.store.ingest(
         makeReport({ seq: 1, startMs: T0, series: [{ samples: { total: [1] } }] }),
         T0 + 5000,
       )
-      await store.ingest(makeReport({ seq: 2, startMs: T0, series: [{ ok: 1 }] }), T0 + 9000)
-      await store.ingest(
+      await db.store.ingest(makeReport({ seq: 2, startMs: T0, series: [{ ok: 1 }] }), T0 + 9000)
+      await db.store.ingest(
         makeReport({
           seq: 3,
           startMs: T0 + 20_000,
@@ -118,7 +109,7 @@ for (const dialect of testDialects())
         // Sent late (from a spool after an outage): the data is still from T0 + 20 s.
         T0 + 100_000,
       )
-      expect(await store.services()).toEqual([
+      expect(await db.store.services()).toEqual([
         { ...labels(), firstSeenMs: T0 + 5000, lastSeenMs: T0 + 25_000 },
         {
           ...labels({ service: 'embed', replica: 'r1' }),
@@ -127,10 +118,10 @@ for (const dialect of testDialects())
         },
       ])
       // A report whose interval ends after its arrival (clock skew) is seen at its arrival, not in the future.
-      await store.ingest(makeReport({ seq: 4, startMs: T0 + 60_000, series: [{ ok: 1 }] }), T0 + 61_000)
-      expect((await store.services())[0]!.lastSeenMs).toBe(T0 + 61_000)
+      await db.store.ingest(makeReport({ seq: 4, startMs: T0 + 60_000, series: [{ ok: 1 }] }), T0 + 61_000)
+      expect((await db.store.services())[0]!.lastSeenMs).toBe(T0 + 61_000)
       // Another collector receives an older report late: first seen moves back, last seen does not.
-      const other = await createStore({ url: tdb.url })
+      const other = await createStore({ url: db.url })
       try {
         await other.ingest(
           makeReport({ instance: 'old', seq: 1, startMs: T0 - 5000, series: [{ ok: 1 }] }),
@@ -139,7 +130,7 @@ for (const dialect of testDialects())
       } finally {
         await other.close()
       }
-      expect((await store.services())[0]).toEqual({
+      expect((await db.store.services())[0]).toEqual({
         ...labels(),
         firstSeenMs: T0,
         lastSeenMs: T0 + 61_000,
@@ -147,7 +138,7 @@ for (const dialect of testDialects())
     })
 
     it('selects series by any subset of labels', async () => {
-      await store.ingest(
+      await db.store.ingest(
         makeReport({
           seq: 1,
           startMs: T0,
@@ -159,18 +150,18 @@ for (const dialect of testDialects())
         }),
         T0,
       )
-      expect((await store.counts({ service: 'chat' }, ALL)).ok).toBe(3)
-      expect((await store.counts({ replica: 'r1' }, ALL)).ok).toBe(6)
-      expect((await store.counts({ service: 'chat', replica: 'r1' }, ALL)).ok).toBe(2)
-      expect((await store.counts({ model: 'nope' }, ALL)).ok).toBe(0)
-      const h = await store.histograms({ replica: 'r1' }, ALL, ['total'])
+      expect((await db.store.counts({ service: 'chat' }, ALL)).ok).toBe(3)
+      expect((await db.store.counts({ replica: 'r1' }, ALL)).ok).toBe(6)
+      expect((await db.store.counts({ service: 'chat', replica: 'r1' }, ALL)).ok).toBe(2)
+      expect((await db.store.counts({ model: 'nope' }, ALL)).ok).toBe(0)
+      const h = await db.store.histograms({ replica: 'r1' }, ALL, ['total'])
       expect(fingerprint(h.get('total')!)).toBe(fingerprint(histogramOf([2000, 3000, 4000])))
     })
 
     if (dialect === 'sqlite')
       it('keeps everything in a reopened SQLite file', async () => {
         for (let seq = 1; seq <= 5; seq++)
-          await store.ingest(
+          await db.store.ingest(
             makeReport({
               seq,
               startMs: T0 + seq * 5000,
@@ -178,22 +169,21 @@ for (const dialect of testDialects())
             }),
             T0 + seq * 5000,
           )
-        await store.close()
-        store = await createStore({ url: tdb.url })
-        expect((await store.counts({}, ALL)).ok).toBe(5)
-        const h = (await store.histograms({}, ALL, ['total'])).get('total')!
+        await db.reopen()
+        expect((await db.store.counts({}, ALL)).ok).toBe(5)
+        const h = (await db.store.histograms({}, ALL, ['total'])).get('total')!
         expect(fingerprint(h)).toBe(fingerprint(histogramOf([1000, 2000, 3000, 4000, 5000])))
-        expect(await store.ingest(makeReport({ seq: 5, startMs: T0, series: [{ ok: 1 }] }), T0)).toEqual({
+        expect(await db.store.ingest(makeReport({ seq: 5, startMs: T0, series: [{ ok: 1 }] }), T0)).toEqual({
           kind: 'duplicate',
         })
       })
 
     if (dialect === 'postgres')
       it('loses nothing when two stores on one database ingest from 4 loops each', async () => {
-        const other = await createStore({ url: tdb.url })
+        const other = await createStore({ url: db.url })
         try {
           const perLoop = 25
-          const loops = [store, other].flatMap((s, si) =>
+          const loops = [db.store, other].flatMap((s, si) =>
             [0, 1, 2, 3].map(async (loop) => {
               for (let i = 0; i < perLoop; i++) {
                 const report = makeReport({
@@ -219,12 +209,12 @@ for (const dialect of testDialects())
           const stored = [0, 0]
           await Promise.all(loops)
           expect(stored[0]! + stored[1]!).toBe(4 * perLoop)
-          const c = await store.counts({}, ALL)
+          const c = await db.store.counts({}, ALL)
           expect(c.ok).toBe(4 * perLoop * 2)
           expect(c.errorClasses).toEqual({ e: 4 * perLoop })
           const h = (await other.histograms({ replica: 'shared' }, ALL, ['total'])).get('total')!
           expect(h.totalCount).toBe(4 * perLoop)
-          expect((await store.services()).map((s) => s.replica)).toEqual(['r0', 'r1', 'shared'])
+          expect((await db.store.services()).map((s) => s.replica)).toEqual(['r0', 'r1', 'shared'])
         } finally {
           await other.close()
         }
