@@ -1,5 +1,7 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import importX from 'eslint-plugin-import-x'
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript'
 
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'node_modules/**', 'coverage/**', 'dashboard/dist/**'] },
@@ -22,7 +24,7 @@ export default tseslint.config(
   },
   {
     // Other folders reach a component only through its index.ts (STYLE.md section 1).
-    files: ['collector/**/*.ts', 'agent/**/*.ts', 'controller/**/*.ts', 'migrations/**/*.ts'],
+    files: ['bin/**/*.ts', 'collector/**/*.ts', 'agent/**/*.ts', 'controller/**/*.ts', 'migrations/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -49,6 +51,42 @@ export default tseslint.config(
                 '!../../../controller/index.js',
               ],
               message: 'Import the controller through controller/index.js.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The arrows of DESIGN.md ("Who depends on whom"): bin/ is the only composition root and nothing imports it;
+    // the collector owns the report format and imports neither the agent nor the controller.
+    files: ['bin/**/*.ts', 'collector/**/*.ts', 'agent/**/*.ts', 'controller/**/*.ts', 'migrations/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: ['./collector', './agent', './controller', './migrations'],
+              from: './bin',
+              message: 'bin/ is the composition root: nothing imports it.',
+            },
+            {
+              target: './collector',
+              from: ['./agent', './controller'],
+              message: 'The collector depends on nothing else of ours (DESIGN.md).',
+            },
+            {
+              target: './agent',
+              from: './controller',
+              message: 'The agent and the controller depend on the collector, never on each other.',
+            },
+            {
+              target: './controller',
+              from: './agent',
+              message: 'The agent and the controller depend on the collector, never on each other.',
             },
           ],
         },

@@ -2,13 +2,18 @@ import { timingSafeEqual, createHash } from 'node:crypto'
 import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { join } from 'node:path'
+import { DEFAULT_SERVER_TIMEOUTS, serverTimeoutOptions } from '../collector/index.js'
+import type { ServerTimeouts } from '../collector/index.js'
 import { createRecorder } from './recorder.js'
-import type { Recorder } from './recorder.js'
+import type { Recorder, RecorderLimits } from './recorder.js'
 import { openSpool } from './ship/spool.js'
+import { openDeadLetter } from './ship/dead-letter.js'
 import { createShipper } from './ship/shipper.js'
 import type { Shipper } from './ship/shipper.js'
 import type { Source } from './types.js'
 import type { GpuCollector } from './gpu/index.js'
+import type { SeriesLabels, SeriesSignals } from '../collector/index.js'
 
 /** What {@link startAgent} needs; the CLI builds it from the validated config. */
 export interface AgentOptions {
@@ -20,7 +25,17 @@ export interface AgentOptions {
   readonly spoolDir: string | null
   readonly spoolMaxBytes: number
   /** The HTTP listener for OTLP/HTTP and /metrics; `null` runs no listener (in-process agent). */
-  readonly http: { readonly host: string; readonly port: number; readonly token: string | null } | null
+  readonly http: {
+    readonly host: string
+    readonly port: number
+    readonly token: string | null
+    /** Slow-client timeouts (default {@link DEFAULT_SERVER_TIMEOUTS}). */
+    readonly timeouts?: ServerTimeouts
+  } | null
+  /** Label-set limits of the recorder (default DEFAULT_RECORDER_LIMITS). */
+  readonly limits?: Partial<RecorderLimits>
+  /** Reports the collector refused as bad go here (default `<spoolDir>/dead-letter`, or memory). */
+  readonly deadLetterDir?: string | null
 }
 
 export interface AgentDeps {
@@ -32,6 +47,10 @@ export interface AgentDeps {
   readonly plugins?: ReadonlyArray<
     (app: FastifyInstance, ctx: { recorder: Recorder; registry: Registry }) => Promise<void>
   >
+  /** Live signals per series (the proxy's gauges), put in every interval report. */
+  readonly signals?: () => ReadonlyArray<{ readonly labels: SeriesLabels; readonly signals: SeriesSignals }>
+  /** Extra entries for `/healthz` (the proxy's setpoint status). */
+  readonly health?: () => Record<string, unknown>
   /** GPU telemetry (NVML, DCGM exporter): folded into each interval report, exposed on /metrics. */
   readonly gpu?: GpuCollector
 }
@@ -42,6 +61,8 @@ export interface RunningAgent {
   readonly registry: Registry
   /** The bound listener address, when there is one. */
   readonly address: { host: string; port: number } | null
+  /** The OTLP/gRPC receiver's address, when `runAgent` started one. */
+  readonly grpcAddress?: { host: string; port: number } | null
   readonly app: FastifyInstance | null
   stop(): Promise<void>
 }
@@ -63,7 +84,7 @@ const digest = (s: string) => createHash('sha256').update(s).digest()
  */
 export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Promise<RunningAgent> {
   const log = deps.logger
-  const recorder = createRecorder()
+  const recorder = createRecorder(opts.limits)
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'tailguard_agent_' })
   const spool = openSpool({
@@ -71,7 +92,15 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     maxBytes: opts.spoolMaxBytes,
     onCorrupt: (file) => log?.warn(`spool file ${file} is unreadable; moved aside as .corrupt`),
   })
+  const deadLetterDir =
+    opts.deadLetterDir !== undefined
+      ? opts.deadLetterDir
+      : opts.spoolDir
+        ? join(opts.spoolDir, 'dead-letter')
+        : null
+  const deadLetter = openDeadLetter({ dir: deadLetterDir, maxFiles: 1000 })
   const shipper = createShipper({
+    deadLetter,
     collectorUrl: opts.collectorUrl,
     token: opts.token,
     agentId: opts.id,
@@ -81,6 +110,7 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     spool,
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.gpu ? { extras: () => ({ gpus: deps.gpu!.drainInterval() }) } : {}),
+    ...(deps.signals ? { signals: deps.signals } : {}),
     log: (level, msg) => log?.[level](msg),
   })
 
@@ -114,6 +144,50 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     labelNames: ['outcome'] as const,
     registers: [registry],
   })
+  new Gauge({
+    name: 'tailguard_agent_dead_letter_reports',
+    help: 'Reports and series in the dead-letter box (refused as bad by the collector, or set aside)',
+    registers: [registry],
+    collect() {
+      this.set(deadLetter.count)
+    },
+  })
+  const series = new Gauge({
+    name: 'tailguard_agent_series',
+    help: 'Label sets the recorder holds, by kind (ordinary, overflow)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect() {
+      const st = recorder.stats()
+      series.set({ kind: 'ordinary' }, st.series - st.overflowSeries)
+      series.set({ kind: 'overflow' }, st.overflowSeries)
+    },
+  })
+  const cumulative = (name: string, help: string, value: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset()
+        this.inc(value())
+      },
+    })
+  cumulative(
+    'tailguard_agent_series_overflow_label_sets_total',
+    'Distinct label sets folded into overflow series (over the per-agent or per-service limit), summed per interval',
+    () => recorder.stats().overflowLabelSets,
+  )
+  cumulative(
+    'tailguard_agent_series_overflow_observations_total',
+    'Observations recorded into overflow series',
+    () => recorder.stats().overflowObservations,
+  )
+  cumulative(
+    'tailguard_agent_labels_repaired_total',
+    'Label values repaired (invalid UTF-16 replaced by U+FFFD, NUL removed, cut to 256 characters)',
+    () => recorder.stats().labelsRepaired,
+  )
   let last = { ...shipper.stats }
   const syncShipped = () => {
     const s = shipper.stats
@@ -122,6 +196,9 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     shipped.inc({ outcome: 'rejected' }, s.rejected - last.rejected)
     shipped.inc({ outcome: 'failed' }, s.failures - last.failures)
     shipped.inc({ outcome: 'spool_dropped' }, s.spoolDropped - last.spoolDropped)
+    shipped.inc({ outcome: 'dead_lettered' }, s.deadLettered - last.deadLettered)
+    shipped.inc({ outcome: 'split' }, s.splits - last.splits)
+    shipped.inc({ outcome: 'series_set_aside' }, s.seriesSetAside - last.seriesSetAside)
     last = { ...s }
   }
 
@@ -142,7 +219,11 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
   let address: { host: string; port: number } | null = null
   if (opts.http) {
     const http = opts.http
-    app = Fastify({ loggerInstance: log, logController: new LogController({ disableRequestLogging: true }) })
+    app = Fastify({
+      loggerInstance: log,
+      logController: new LogController({ disableRequestLogging: true }),
+      ...serverTimeoutOptions(http.timeouts ?? DEFAULT_SERVER_TIMEOUTS),
+    })
     const want = http.token ? digest(http.token) : null
     app.addHook('onRequest', async (req, reply) => {
       if (!want || req.url === '/healthz' || req.url.startsWith('/v1/')) return // the OTLP receiver answers in OTLP's own format
@@ -155,19 +236,39 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
       }
     })
     app.get('/healthz', async () => ({
-      status: 'ok',
+      // Still 200: restarting the agent would not fix a token, and the spool keeps every report meanwhile.
+      status: shipper.stats.authRefused ? 'degraded' : 'ok',
+      collector: {
+        url: opts.collectorUrl,
+        tokenRefused: shipper.stats.authRefused,
+        ...(shipper.stats.authRefused
+          ? {
+              problem: `collector refused the agent token (${shipper.stats.authRefused}): check TAILGUARD_AGENT_TOKEN`,
+            }
+          : {}),
+        lastError: shipper.stats.lastError,
+      },
       spool: { reports: spool.size, bytes: spool.bytes },
       sources: [
         ...(deps.sources ?? []).map((s) => ({ name: s.name, ...s.status() })),
         ...(deps.gpu?.statuses() ?? []).map((s) => ({ name: s.name, ...s.status })),
       ],
+      ...deps.health?.(),
     }))
     app.get('/metrics', async (_req, reply) => {
       syncShipped()
       return reply.header('content-type', registry.contentType).send(await registry.metrics())
     })
     for (const plugin of deps.plugins ?? []) await plugin(app, { recorder, registry })
-    await app.listen({ host: http.host, port: http.port })
+    try {
+      await app.listen({ host: http.host, port: http.port })
+    } catch (err) {
+      // A busy port must not leave sources and GPU samplers running with nothing to serve them.
+      await app.close()
+      for (const source of deps.sources ?? []) await source.stop()
+      await deps.gpu?.stop()
+      throw err
+    }
     const a = app.server.address()
     address = a && typeof a === 'object' ? { host: a.address, port: a.port } : null
   }

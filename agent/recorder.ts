@@ -1,17 +1,62 @@
 import {
   METRICS,
-  newHistogram,
-  encodeHistogram,
-  HISTOGRAM_DIGITS,
+  REPORT_LIMITS,
+  toWellFormedUnicode,
+  encodeBuckets,
+  tickIndex,
   HISTOGRAM_HIGHEST_US,
-  HISTOGRAM_LOWEST_US,
+  TICKS_PER_US,
 } from '../collector/index.js'
-import type { Histogram, Metric, ReportSeries, SeriesLabels } from '../collector/index.js'
-import type { DurationUs, RequestSample, SampleSink } from './types.js'
+import type { Metric, ReportSeries, SeriesLabels } from '../collector/index.js'
+import type { DurationUs, RequestSample, SampleSink, SignalObservation } from './types.js'
+import { SignalFold } from './signal-fold.js'
 
 /** A bound series: records into one label set without looking it up again (the hot path). */
 export interface SeriesHandle {
   record(metric: Metric, durationUs: DurationUs): void
+}
+
+/**
+ * Label-set limits (docs/limits.md). A label set past them is not lost: it is folded into an overflow series
+ * of its service (`replica="__overflow__"`, as OpenTelemetry's cardinality limit folds into an overflow
+ * attribute set), so request counts and latencies stay whole; the folds are counted.
+ *
+ * @example createRecorder({ maxSeries: 4000, maxSeriesPerService: 2000, maxOverflowSeries: 256 })
+ */
+export interface RecorderLimits {
+  /** Most ordinary label sets the recorder holds at once (idle ones are forgotten after 3 intervals). */
+  readonly maxSeries: number
+  /** Most ordinary label sets of one service. */
+  readonly maxSeriesPerService: number
+  /**
+   * Most overflow series. Past the limits a label set folds into `{service, model, version, node,
+   * replica: "__overflow__"}`; when that series would exceed this budget, into `{service}` with every other
+   * label `"__overflow__"`; and when even that would, into the one series with every label `"__overflow__"`.
+   */
+  readonly maxOverflowSeries: number
+}
+
+/** Defaults of {@link RecorderLimits}. @example createRecorder(DEFAULT_RECORDER_LIMITS) */
+export const DEFAULT_RECORDER_LIMITS: RecorderLimits = {
+  maxSeries: 4000,
+  maxSeriesPerService: 2000,
+  maxOverflowSeries: 256,
+}
+
+/** The label value of overflow series. @example labels.replica === OVERFLOW_LABEL */
+export const OVERFLOW_LABEL = '__overflow__'
+
+/** Cardinality and label hygiene counts since the recorder was made (the agent's /metrics). */
+export interface RecorderStats {
+  /** Ordinary and overflow series held now. */
+  readonly series: number
+  readonly overflowSeries: number
+  /** Distinct label sets folded into overflow series, summed over intervals. */
+  readonly overflowLabelSets: number
+  /** Requests and latency observations recorded into overflow series. */
+  readonly overflowObservations: number
+  /** Label values repaired (lone UTF-16 surrogates replaced by U+FFFD, NUL removed, cut to 256 characters). */
+  readonly labelsRepaired: number
 }
 
 /** What {@link Recorder.drain} hands the shipper: the interval's series and refusals. */
@@ -32,84 +77,103 @@ export interface DrainedInterval {
  * ```
  */
 export interface Recorder extends SampleSink {
+  /** Records live signals of one series (see {@link SignalObservation}); the recorder always has it. */
+  recordSignals(labels: SeriesLabels, observation: SignalObservation): void
   series(labels: SeriesLabels): SeriesHandle
   drain(): DrainedInterval
   /** Total requests recorded since the recorder was made (for the agent's own metrics). */
   readonly recordedRequests: number
+  /** Cardinality limits and label repairs, for the agent's /metrics. */
+  stats(): RecorderStats
 }
 
-// The hot path counts straight into an array laid out exactly as HdrHistogram lays out its counts for
-// tailguard's one configuration (1 µs .. 1 h, 3 significant digits): 2048 sub-buckets, so bucket b ≥ 1
-// holds values [1024·2^b, 2048·2^b) at a resolution of 2^b. The index of an integer value v < 2^32 is then
-// b·1024 + (v >>> b) with b = max(0, floor(log2 v) − 10): a clz32 and a shift, instead of the library's
-// log2/pow/floor and min/max bookkeeping per value. drain() replays the counts into real HDR histograms
-// (one recordValueWithCount per non-empty bucket), so the encoded histograms are byte for byte those of
-// recording every value directly; a test checks that.
-const SUB_BUCKET_HALF_MAGNITUDE = 10
-const SUB_BUCKET_HALF_COUNT = 1 << SUB_BUCKET_HALF_MAGNITUDE
-if (HISTOGRAM_LOWEST_US !== 1 || HISTOGRAM_DIGITS !== 3 || HISTOGRAM_HIGHEST_US >= 2 ** 32)
-  throw new Error('agent/recorder.ts: the fast counts layout assumes 1 µs .. < 2^32 µs at 3 digits')
-const COUNTS_LENGTH = indexOf(HISTOGRAM_HIGHEST_US) + 1
-/** Covers values below 2^17 µs (131 ms) at first (32 KB); arrays double as larger values arrive. */
-const INITIAL_COUNTS_LENGTH = 8 * SUB_BUCKET_HALF_COUNT
-
-function indexOf(v: number): number {
-  const u = v >>> 0
-  const b = Math.max(0, 31 - Math.clz32(u) - SUB_BUCKET_HALF_MAGNITUDE)
-  return b * SUB_BUCKET_HALF_COUNT + (u >>> b)
-}
-
-/** The lowest value that lands at counts index `i` (recorded again at drain). */
-function valueAt(i: number): number {
-  if (i < 2 * SUB_BUCKET_HALF_COUNT) return i
-  const b = (i >>> SUB_BUCKET_HALF_MAGNITUDE) - 1
-  return ((i & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT) * 2 ** b
-}
+// The hot path counts into a small open-addressing hash table keyed by the collector's bucket index
+// (log-linear buckets of 1/1024 µs ticks, ≤ 0.1% wide): memory grows with the buckets a series actually
+// uses (8 bytes a slot, at most half full), not with the range of values. drain() sorts the used buckets
+// and encodes them as the collector's sparse `tgh1` form directly; no histogram object is built.
+const INITIAL_SLOTS = 16
+const EMPTY_KEY = -1
 
 const METRIC_INDEX = new Map<string, number>(METRICS.map((m, i) => [m, i]))
 const TTFT_INDEX = METRIC_INDEX.get('ttft')!
 const TPOT_INDEX = METRIC_INDEX.get('tpot')!
 
-/** Counts of one metric of one series since the last drain. */
+/** Counts of one metric of one series since the last drain: bucket index → count, hashed. */
 class MetricCounts {
-  // Grown on demand up to COUNTS_LENGTH (94 KB): most phases never see values past a few seconds.
-  counts = new Uint32Array(INITIAL_COUNTS_LENGTH)
+  keys = new Int32Array(INITIAL_SLOTS).fill(EMPTY_KEY)
+  counts = new Uint32Array(INITIAL_SLOTS)
+  used = 0
   total = 0
-  lo = COUNTS_LENGTH
-  hi = -1
 
-  add(v: number): void {
-    const i = indexOf(v)
-    if (i >= this.counts.length) this.#grow(i)
-    this.counts[i]!++
-    this.total++
-    if (i < this.lo) this.lo = i
-    if (i > this.hi) this.hi = i
-  }
-
-  #grow(i: number): void {
-    let n = this.counts.length
-    while (n <= i) n *= 2
-    const grown = new Uint32Array(Math.min(n, COUNTS_LENGTH))
-    grown.set(this.counts)
-    this.counts = grown
-  }
-
-  /** Moves the counts into a new HDR histogram and clears them. */
-  take(): Histogram {
-    const h = newHistogram()
-    const c = this.counts
-    for (let i = this.lo; i <= this.hi; i++) {
-      const n = c[i]!
-      if (n !== 0) {
-        h.recordValueWithCount(valueAt(i), n)
-        c[i] = 0
+  /** Records one value in µs (≥ 0, already clamped to the range). */
+  add(us: number): void {
+    const i = tickIndex(Math.round(us * TICKS_PER_US))
+    const keys = this.keys
+    const mask = keys.length - 1
+    let slot = (Math.imul(i, 0x9e3779b1) >>> 0) & mask
+    for (;;) {
+      const k = keys[slot]!
+      if (k === i) break
+      if (k === EMPTY_KEY) {
+        if (2 * (this.used + 1) > keys.length) {
+          this.#grow()
+          this.add(us)
+          return
+        }
+        keys[slot] = i
+        this.used++
+        break
       }
+      slot = (slot + 1) & mask
     }
+    this.counts[slot]!++
+    this.total++
+  }
+
+  #grow(): void {
+    const oldKeys = this.keys
+    const oldCounts = this.counts
+    this.keys = new Int32Array(oldKeys.length * 2).fill(EMPTY_KEY)
+    this.counts = new Uint32Array(oldKeys.length * 2)
+    const mask = this.keys.length - 1
+    for (let j = 0; j < oldKeys.length; j++) {
+      const k = oldKeys[j]!
+      if (k === EMPTY_KEY) continue
+      let slot = (Math.imul(k, 0x9e3779b1) >>> 0) & mask
+      while (this.keys[slot] !== EMPTY_KEY) slot = (slot + 1) & mask
+      this.keys[slot] = k
+      this.counts[slot] = oldCounts[j]!
+    }
+  }
+
+  /** Encodes the counts (the collector's sparse form) and clears them, shrinking a table grown past need. */
+  take(): string {
+    const n = this.used
+    // (index, count) packed in one float so a typed-array sort orders the pairs by index.
+    const packed = new Float64Array(n)
+    const keys = this.keys
+    let k = 0
+    for (let j = 0; j < keys.length; j++)
+      if (keys[j] !== EMPTY_KEY) packed[k++] = keys[j]! * 2 ** 32 + this.counts[j]!
+    packed.sort()
+    const indexes = new Int32Array(n)
+    const counts = new Uint32Array(n)
+    for (let j = 0; j < n; j++) {
+      indexes[j] = Math.floor(packed[j]! / 2 ** 32)
+      counts[j] = packed[j]! % 2 ** 32
+    }
+    const encoded = encodeBuckets(n, indexes, counts)
+    const slots = Math.max(INITIAL_SLOTS, 2 ** Math.ceil(Math.log2(2 * n + 1)))
+    if (slots < keys.length) {
+      this.keys = new Int32Array(slots).fill(EMPTY_KEY)
+      this.counts = new Uint32Array(slots)
+    } else {
+      keys.fill(EMPTY_KEY)
+      this.counts.fill(0)
+    }
+    this.used = 0
     this.total = 0
-    this.lo = COUNTS_LENGTH
-    this.hi = -1
-    return h
+    return encoded
   }
 }
 
@@ -121,14 +185,19 @@ class SeriesState {
   shed = 0
   outputTokens = 0
   errorClasses = new Map<string, number>()
+  /** Live signals, created on the first observation (most series never get any). */
+  signals: SignalFold | undefined
   /** Recorded into since the last drain. */
   active = false
   /** Drains in a row without data; idle series are forgotten (handles re-resolve). */
   idleDrains = 0
   live = true
+  /** An overflow series (folds label sets past the limits). */
+  readonly overflow: boolean
 
-  constructor(labels: SeriesLabels) {
+  constructor(labels: SeriesLabels, overflow = false) {
     this.labels = labels
+    this.overflow = overflow
   }
 
   /** True when `l` holds this series' label values (a cheap check, often pointer-equal strings). */
@@ -158,6 +227,29 @@ class RecorderImpl implements Recorder {
   #last: SeriesState | undefined
   #dropped = new Map<string, number>()
   recordedRequests = 0
+  readonly #limits: RecorderLimits
+  /** Ordinary (not overflow) series held, in all and per service. */
+  #ordinary = 0
+  #perService = new Map<string, number>()
+  #overflowCount = 0
+  #overflowKeys = new Set<number>()
+  #overflowLabelSets = 0
+  #overflowObservations = 0
+  #labelsRepaired = 0
+
+  constructor(limits: RecorderLimits) {
+    this.#limits = limits
+  }
+
+  stats(): RecorderStats {
+    return {
+      series: this.#states.length,
+      overflowSeries: this.#overflowCount,
+      overflowLabelSets: this.#overflowLabelSets + this.#overflowKeys.size,
+      overflowObservations: this.#overflowObservations,
+      labelsRepaired: this.#labelsRepaired,
+    }
+  }
 
   #lookup(labels: SeriesLabels): SeriesState {
     const last = this.#last
@@ -165,38 +257,132 @@ class RecorderImpl implements Recorder {
     return (this.#last = this.#resolve(labels))
   }
 
-  #resolve(labels: SeriesLabels): SeriesState {
-    const l1 = getOrCreate(this.#tree, labels.service)
-    const l2 = getOrCreate(l1, labels.model)
-    const l3 = getOrCreate(l2, labels.version)
-    const l4 = getOrCreate(l3, labels.replica)
-    let s = l4.get(labels.node)
-    if (s === undefined) {
-      // A copy: the caller may reuse and change its object.
-      s = new SeriesState({
+  #resolve(raw: SeriesLabels): SeriesState {
+    const labels = this.#clean(raw)
+    const existing = this.#find(labels)
+    if (existing !== undefined) return existing
+    const perService = this.#perService.get(labels.service) ?? 0
+    if (this.#ordinary < this.#limits.maxSeries && perService < this.#limits.maxSeriesPerService) {
+      this.#ordinary++
+      this.#perService.set(labels.service, perService + 1)
+      return this.#create(labels, false)
+    }
+    return this.#overflowFor(labels)
+  }
+
+  /** The overflow series a label set past the limits folds into (see {@link RecorderLimits}). */
+  #overflowFor(labels: SeriesLabels): SeriesState {
+    this.#noteOverflow(labels)
+    const O = OVERFLOW_LABEL
+    const candidates: SeriesLabels[] = [
+      {
+        service: labels.service,
+        model: labels.model,
+        version: labels.version,
+        replica: O,
+        node: labels.node,
+      },
+      { service: labels.service, model: O, version: O, replica: O, node: O },
+    ]
+    for (const c of candidates) {
+      const s = this.#find(c)
+      if (s !== undefined) return s
+      if (this.#overflowCount < this.#limits.maxOverflowSeries) {
+        this.#overflowCount++
+        return this.#create(c, true)
+      }
+    }
+    const all: SeriesLabels = { service: O, model: O, version: O, replica: O, node: O }
+    const s = this.#find(all)
+    if (s !== undefined) return s
+    this.#overflowCount++
+    return this.#create(all, true)
+  }
+
+  #noteOverflow(labels: SeriesLabels): void {
+    // Distinct label sets per interval, by a 52-bit hash (two FNV-1a variants), bounded: past the cap it is
+    // a lower bound.
+    let h = 0x811c9dc5
+    let g = 0x01000193
+    for (const v of [labels.service, labels.model, labels.version, labels.replica, labels.node]) {
+      for (let i = 0; i < v.length; i++) {
+        const c = v.charCodeAt(i)
+        h = Math.imul(h ^ c, 16777619)
+        g = Math.imul(g ^ c, 0x5bd1e995) ^ (g >>> 15)
+      }
+      h = Math.imul(h ^ 0xff, 16777619)
+      g = Math.imul(g ^ 0xff, 0x5bd1e995)
+    }
+    if (this.#overflowKeys.size < MAX_OVERFLOW_KEYS_PER_INTERVAL)
+      this.#overflowKeys.add((h >>> 0) * 0x100000 + (g & 0xfffff))
+  }
+
+  #find(labels: SeriesLabels): SeriesState | undefined {
+    return this.#tree
+      .get(labels.service)
+      ?.get(labels.model)
+      ?.get(labels.version)
+      ?.get(labels.replica)
+      ?.get(labels.node)
+  }
+
+  #create(labels: SeriesLabels, overflow: boolean): SeriesState {
+    // A copy: the caller may reuse and change its object.
+    const s = new SeriesState(
+      {
         service: labels.service,
         model: labels.model,
         version: labels.version,
         replica: labels.replica,
         node: labels.node,
-      })
-      l4.set(labels.node, s)
-      this.#states.push(s)
-    }
+      },
+      overflow,
+    )
+    const l4 = getOrCreate(
+      getOrCreate(getOrCreate(getOrCreate(this.#tree, labels.service), labels.model), labels.version),
+      labels.replica,
+    )
+    l4.set(labels.node, s)
+    this.#states.push(s)
     return s
   }
 
+  /** Label values as the report schema takes them: well-formed Unicode, no NUL, at most 256 characters. */
+  #clean(l: SeriesLabels): SeriesLabels {
+    const service = this.#cleanValue(l.service) || 'unknown_service'
+    const model = this.#cleanValue(l.model)
+    const version = this.#cleanValue(l.version)
+    const replica = this.#cleanValue(l.replica)
+    const node = this.#cleanValue(l.node)
+    if (
+      service === l.service &&
+      model === l.model &&
+      version === l.version &&
+      replica === l.replica &&
+      node === l.node
+    )
+      return l
+    return { service, model, version, replica, node }
+  }
+
+  #cleanValue(v: string): string {
+    const out = cleanText(typeof v === 'string' ? v : String(v ?? ''), REPORT_LIMITS.maxLabelLength)
+    if (out !== v) this.#labelsRepaired++
+    return out
+  }
+
   #record(s: SeriesState, metricIndex: number, durationUs: DurationUs): void {
-    // toRecordableUs, inlined: negative and NaN are refused, the rest clamped to 1 h and rounded.
+    // toRecordableUs, inlined: negative and NaN are refused, the rest clamped to 30 days.
     if (!(durationUs >= 0)) {
       this.drop('negative_duration')
       return
     }
-    const v = durationUs > HISTOGRAM_HIGHEST_US ? HISTOGRAM_HIGHEST_US : Math.round(durationUs)
+    const v = durationUs > HISTOGRAM_HIGHEST_US ? HISTOGRAM_HIGHEST_US : durationUs
     let m = s.metrics[metricIndex]
     if (m === undefined) m = s.metrics[metricIndex] = new MetricCounts()
     m.add(v)
     s.active = true
+    if (s.overflow) this.#overflowObservations++
   }
 
   series(labels: SeriesLabels): SeriesHandle {
@@ -241,21 +427,44 @@ class RecorderImpl implements Recorder {
     if (sample.ttftUs !== undefined) this.#record(s, TTFT_INDEX, sample.ttftUs)
     if (sample.tpotUs !== undefined) this.#record(s, TPOT_INDEX, sample.tpotUs)
     s[sample.status]++
-    if (sample.status !== 'ok' && sample.errorClass)
-      s.errorClasses.set(sample.errorClass, (s.errorClasses.get(sample.errorClass) ?? 0) + 1)
-    if (sample.outputTokens !== undefined && sample.outputTokens >= 0)
-      s.outputTokens += Math.round(sample.outputTokens)
+    if (sample.status !== 'ok' && sample.errorClass) {
+      const c = cleanText(sample.errorClass, 128)
+      if (c !== '') s.errorClasses.set(c, (s.errorClasses.get(c) ?? 0) + 1)
+    }
+    if (sample.outputTokens !== undefined) {
+      // One request's token count is bounded (a 1e300 would make the whole report unacceptable).
+      if (sample.outputTokens >= 0 && sample.outputTokens <= MAX_OUTPUT_TOKENS_PER_REQUEST)
+        s.outputTokens += Math.round(sample.outputTokens)
+      else this.drop('output_tokens_out_of_range')
+    }
     s.active = true
     this.recordedRequests++
   }
 
+  recordSignals(labels: SeriesLabels, observation: SignalObservation): void {
+    const s = this.#lookup(labels)
+    ;(s.signals ??= new SignalFold()).add(observation, (reason) => this.drop(reason))
+    const r = observation.requests
+    if (r !== undefined) {
+      if (r.ok >= 0 && Number.isFinite(r.ok)) s.ok += Math.round(r.ok)
+      else this.drop('signal_negative_count')
+      if (r.error >= 0 && Number.isFinite(r.error)) s.error += Math.round(r.error)
+      else this.drop('signal_negative_count')
+    }
+    s.active = true
+  }
+
   drop(reason: string, n = 1): void {
-    this.#dropped.set(reason, (this.#dropped.get(reason) ?? 0) + n)
+    const r = cleanText(reason, 64) || 'unknown'
+    if (!(n > 0) || !Number.isFinite(n)) return
+    this.#dropped.set(r, (this.#dropped.get(r) ?? 0) + Math.round(n))
   }
 
   drain(): DrainedInterval {
-    const dropped = Object.fromEntries(this.#dropped)
+    const dropped = Object.fromEntries([...this.#dropped].slice(0, 64))
     this.#dropped = new Map()
+    this.#overflowLabelSets += this.#overflowKeys.size
+    this.#overflowKeys = new Set()
     const series: ReportSeries[] = []
     let evicted = false
     for (const s of this.#states) {
@@ -269,16 +478,15 @@ class RecorderImpl implements Recorder {
       const histograms: Partial<Record<Metric, string>> = {}
       for (let i = 0; i < s.metrics.length; i++) {
         const m = s.metrics[i]
-        if (m !== undefined && m.total > 0) histograms[METRICS[i]!] = encodeHistogram(m.take())
+        if (m !== undefined && m.total > 0) histograms[METRICS[i]!] = m.take()
       }
       series.push({
         labels: s.labels,
         histograms,
         requests: { ok: s.ok, error: s.error, shed: s.shed },
-        ...(s.errorClasses.size > 0
-          ? { errorClasses: Object.fromEntries([...s.errorClasses].slice(0, 64)) }
-          : {}),
+        ...(s.errorClasses.size > 0 ? { errorClasses: cappedClasses(s.errorClasses) } : {}),
         ...(s.outputTokens > 0 ? { outputTokens: s.outputTokens } : {}),
+        ...(s.signals?.take() ?? {}),
       })
       s.ok = s.error = s.shed = s.outputTokens = 0
       s.errorClasses = new Map()
@@ -293,12 +501,51 @@ class RecorderImpl implements Recorder {
     this.#states = this.#states.filter((s) => s.live)
     this.#tree = new Map()
     this.#last = undefined
+    this.#ordinary = 0
+    this.#overflowCount = 0
+    this.#perService = new Map()
     for (const s of this.#states) {
+      if (s.overflow) this.#overflowCount++
+      else {
+        this.#ordinary++
+        this.#perService.set(s.labels.service, (this.#perService.get(s.labels.service) ?? 0) + 1)
+      }
       const l = s.labels
       const byReplica = getOrCreate(getOrCreate(getOrCreate(this.#tree, l.service), l.model), l.version)
       getOrCreate(byReplica, l.replica).set(l.node, s)
     }
   }
+}
+
+/** Largest output-token count one request may report (larger ones are dropped and counted). */
+const MAX_OUTPUT_TOKENS_PER_REQUEST = 100_000_000
+
+/** Distinct overflowed label sets remembered per interval (a Set of 32-bit hashes, ~2 MB at most). */
+const MAX_OVERFLOW_KEYS_PER_INTERVAL = 100_000
+
+/** Text as the report takes it: well-formed Unicode, no NUL, at most `max` UTF-16 units (never a split pair). */
+function cleanText(v: string, max: number): string {
+  let s = v.includes('\u0000') ? v.replaceAll('\u0000', '') : v
+  if (s.length > max) {
+    s = s.slice(0, max)
+    const last = s.charCodeAt(max - 1)
+    if (last >= 0xd800 && last <= 0xdbff) s = s.slice(0, max - 1)
+  }
+  return toWellFormedUnicode(s)
+}
+
+/** At most 64 error classes per series: the 63 first seen, the rest summed as `other`. */
+function cappedClasses(classes: Map<string, number>): Record<string, number> {
+  if (classes.size <= 64) return Object.fromEntries(classes)
+  const out: Record<string, number> = {}
+  let i = 0
+  let other = 0
+  for (const [k, n] of classes) {
+    if (i++ < 63 && k !== 'other') out[k] = n
+    else other += n
+  }
+  out.other = (out.other ?? 0) + other
+  return out
 }
 
 function getOrCreate<T>(m: Map<string, Map<string, T>>, key: string): Map<string, T> {
@@ -315,10 +562,10 @@ function getOrCreate<T>(m: Map<string, Map<string, T>>, key: string): Map<string
  *
  * @example
  * ```ts
- * const recorder = createRecorder()
+ * const recorder = createRecorder({ maxSeries: 4000 }) // limits: DEFAULT_RECORDER_LIMITS
  * recorder.recordLatency(labels, 'queue', 850)
  * ```
  */
-export function createRecorder(): Recorder {
-  return new RecorderImpl()
+export function createRecorder(limits: Partial<RecorderLimits> = {}): Recorder {
+  return new RecorderImpl({ ...DEFAULT_RECORDER_LIMITS, ...limits })
 }

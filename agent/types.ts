@@ -1,4 +1,12 @@
-import type { Metric, Phase, RequestStatus, SeriesLabels } from '../collector/index.js'
+import type {
+  BucketHistogram,
+  Metric,
+  Phase,
+  RequestStatus,
+  SeriesLabels,
+  SignalCounter,
+  SignalGauge,
+} from '../collector/index.js'
 
 /** Microseconds, as recorded in histograms. */
 export type DurationUs = number
@@ -24,6 +32,35 @@ export interface RequestSample {
   readonly outputTokens?: number
 }
 
+/**
+ * Live signals one source observed for one series at one moment: each gauge is one sample (folded min/mean/max/last
+ * over the interval), each counter and bucket histogram an increment since the source's previous observation.
+ *
+ * @example
+ * ```ts
+ * sink.recordSignals?.(labels, { source: 'scrape:vllm', gauges: { running: 12, waiting: 3, kvCacheUsage: 0.62 },
+ *   counters: { outputTokens: 5120 }, requests: { ok: 40, error: 0 } })
+ * ```
+ */
+export interface SignalObservation {
+  /** Where the signals come from (`scrape:vllm`, `proxy`, `sdk`, `otlp`, …). */
+  readonly source: string
+  readonly gauges?: Readonly<Partial<Record<SignalGauge, number>>>
+  readonly counters?: Readonly<Partial<Record<SignalCounter, number>>>
+  /** Per priority class (the proxy's admission control). Gauges are samples, counts are increments. */
+  readonly byClass?: ReadonlyArray<{
+    readonly priorityClass: number
+    readonly inFlight?: number
+    readonly queued?: number
+    readonly admitted?: number
+    readonly shed?: Readonly<Record<string, number>>
+  }>
+  /** Latency histograms in Prometheus bucket form: increments since the previous observation, per metric. */
+  readonly buckets?: Readonly<Partial<Record<Metric, BucketHistogram>>>
+  /** Finished requests counted by the source (a scraped server's success and failure counters), increments. */
+  readonly requests?: { readonly ok: number; readonly error: number }
+}
+
 /** Where sources put what they observe. The recorder implements it; it never throws. */
 export interface SampleSink {
   /** Records one finished request: its phases, status and token figures. */
@@ -32,6 +69,8 @@ export interface SampleSink {
   recordLatency(labels: SeriesLabels, metric: Metric, durationUs: DurationUs): void
   /** Counts an observation refused by a source, by reason. */
   drop(reason: string, n?: number): void
+  /** Records live signals (gauges, counters, per-class admission, bucket histograms) of one series. */
+  recordSignals?(labels: SeriesLabels, observation: SignalObservation): void
 }
 
 export type SourceStatus =

@@ -7,11 +7,16 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Registry } from 'prom-client'
 import { createTokenAuth } from './auth.js'
 import type { Scope, TokenEntry } from './auth.js'
-import { TailguardError } from './errors.js'
+import { BadRequest, TailguardError } from './errors.js'
+import { DEFAULT_SERVER_TIMEOUTS, serverTimeoutOptions } from './http-limits.js'
+import type { ServerTimeouts } from './http-limits.js'
 import type { Store } from './store/types.js'
 import { reportRoutes } from './routes/reports.js'
 import { queryRoutes } from './routes/query.js'
 import { gpuRoutes } from './routes/gpus.js'
+import { signalRoutes } from './routes/signals.js'
+import { createFigureRoutes } from './routes/figures.js'
+import type { FigureRoutesOptions } from './routes/figures.js'
 import { healthRoutes } from './routes/health.js'
 import { metricsRoutes } from './routes/metrics.js'
 
@@ -38,6 +43,8 @@ export interface CollectorAppOptions {
   readonly dashboardDir?: string | null
   /** When true, /metrics needs no token (for scrapers that cannot send one). */
   readonly metricsPublic?: boolean
+  /** Slow-client timeouts of the listener (default {@link DEFAULT_SERVER_TIMEOUTS}). */
+  readonly timeouts?: ServerTimeouts
 }
 
 export interface CollectorDeps {
@@ -45,6 +52,8 @@ export interface CollectorDeps {
   readonly clock?: () => number
   /** A pino-compatible logger; silent when left out. */
   readonly logger?: FastifyBaseLogger
+  /** GPU prices and latency SLOs for the live figures (`GET /api/v1/figures`); default: none of either. */
+  readonly figures?: FigureRoutesOptions
   /** Called by the app's route plugins that other components add (SLO engine, controller, GPU routes). */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>
 }
@@ -68,6 +77,8 @@ export async function buildCollector(
     bodyLimit: opts.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
     ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
+    schemaErrorFormatter: formatSchemaErrors,
+    ...serverTimeoutOptions(opts.timeouts ?? DEFAULT_SERVER_TIMEOUTS),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('store', deps.store)
@@ -104,6 +115,29 @@ export async function buildCollector(
         })
         return reply
     }
+  })
+
+  // Unknown query parameters are refused by name (all of them), before the schema's first-error message; a NUL
+  // in any parameter is refused too (PostgreSQL text cannot hold one, so it must not reach the store).
+  app.addHook('preValidation', async (req) => {
+    const query = req.query as Record<string, unknown> | undefined
+    if (!query || typeof query !== 'object') return
+    for (const [k, v] of Object.entries(query))
+      if ((typeof v === 'string' && v.includes('\u0000')) || k.includes('\u0000'))
+        throw new BadRequest(
+          `query parameter '${k.split('\u0000').join('\\0').slice(0, 64)}' contains a NUL character`,
+        )
+    const schema = req.routeOptions.schema?.querystring as
+      { properties?: Record<string, unknown>; additionalProperties?: unknown } | undefined
+    if (!schema?.properties || schema.additionalProperties !== false) return
+    const unknown = Object.keys(query).filter((k) => !Object.hasOwn(schema.properties!, k))
+    if (unknown.length > 0)
+      throw new BadRequest(
+        `unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown
+          .slice(0, 10)
+          .map((k) => `'${k.length > 64 ? k.slice(0, 64) + '…' : k}'`)
+          .join(', ')}; this route takes ${Object.keys(schema.properties).join(', ')}`,
+      )
   })
 
   app.setErrorHandler((err: FastifyError | TailguardError, req, reply) => {
@@ -157,8 +191,13 @@ export async function buildCollector(
       await api.register(reportRoutes, { bodyLimit: opts.reportBodyLimitBytes })
       await api.register(queryRoutes)
       await api.register(gpuRoutes)
+      await api.register(signalRoutes)
+      await api.register(createFigureRoutes(deps.figures ?? { pricing: {}, latencySlos: () => [] }))
       for (const plugin of deps.plugins ?? []) await api.register(plugin)
-      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+      // Like every API route, the OpenAPI document needs a token (read scope): docs/limits.md.
+      api.get('/openapi.json', { config: { scope: 'read' }, schema: { hide: true } }, async () =>
+        app.swagger(),
+      )
     },
     { prefix: '/api/v1' },
   )
@@ -167,4 +206,23 @@ export async function buildCollector(
     await app.register(fastifyStatic, { root: opts.dashboardDir, prefix: '/', index: ['index.html'] })
   }
   return app
+}
+
+/**
+ * Validation errors name the part and field at fault: `querystring/from: must be string`,
+ * `body/series/0/requests/ok: must be integer`, `body: unknown field 'extra'`.
+ */
+function formatSchemaErrors(
+  errors: ReadonlyArray<{ instancePath?: string; message?: string; keyword?: string; params?: unknown }>,
+  dataVar: string,
+): Error {
+  const e = errors[0]
+  if (!e) return new Error(`${dataVar}: invalid`)
+  const path = `${dataVar}${e.instancePath ?? ''}`
+  const params = (e.params ?? {}) as { additionalProperty?: string; missingProperty?: string }
+  if (e.keyword === 'additionalProperties' && params.additionalProperty !== undefined)
+    return new Error(`${path}: unknown field '${params.additionalProperty}'`)
+  if (e.keyword === 'required' && params.missingProperty !== undefined)
+    return new Error(`${path}: missing field '${params.missingProperty}'`)
+  return new Error(`${path}: ${e.message ?? 'invalid'}`)
 }

@@ -44,6 +44,24 @@ export class StoreUnavailable extends TailguardError {
   readonly code = 'TG_ERR_STORE_UNAVAILABLE'
   readonly statusCode = 503
 }
+/**
+ * A report passed validation but the database refused its data (a data or integrity error, or a bug) while
+ * the database itself answers: retrying the same report would fail again, so agents dead-letter it.
+ */
+export class ReportUnprocessable extends TailguardError {
+  readonly code = 'TG_ERR_REPORT_UNPROCESSABLE'
+  readonly statusCode = 422
+}
+/** The request's headers or body did not arrive within the listener's timeouts (slow client). */
+export class RequestTimeout extends TailguardError {
+  readonly code = 'TG_ERR_REQUEST_TIMEOUT'
+  readonly statusCode = 408
+}
+/** The request line and headers are larger than the HTTP parser accepts. */
+export class HeadersTooLarge extends TailguardError {
+  readonly code = 'TG_ERR_HEADERS_TOO_LARGE'
+  readonly statusCode = 431
+}
 /** A config file or flag is invalid; the message names the file, line and field of every problem. */
 export class ConfigInvalid extends TailguardError {
   readonly code = 'TG_ERR_CONFIG_INVALID'
@@ -64,10 +82,46 @@ export class SloConflict extends TailguardError {
   readonly code = 'TG_ERR_SLO_CONFLICT'
   readonly statusCode = 409
 }
+/** A query names a service (or other label value) that no series has ever reported; the message offers the closest names. */
+export class SeriesNotFound extends TailguardError {
+  readonly code = 'TG_ERR_SERIES_NOT_FOUND'
+  readonly statusCode = 404
+}
 /** No silence has this id. */
 export class SilenceNotFound extends TailguardError {
   readonly code = 'TG_ERR_SILENCE_NOT_FOUND'
   readonly statusCode = 404
+}
+/** No controller target has this name (targets come from the `controllers:` section of the config). */
+export class ControllerNotFound extends TailguardError {
+  readonly code = 'TG_ERR_CONTROLLER_NOT_FOUND'
+  readonly statusCode = 404
+}
+
+/** A setpoints PUT carried a fencing token lower than the highest the agent accepted (a deposed controller). */
+export class SetpointsFenced extends TailguardError {
+  readonly code = 'TG_ERR_SETPOINTS_FENCED'
+  readonly statusCode = 409
+}
+/** The proxy's admission control shed the request (429, or 503 when configured); the body names the reason. */
+export class RequestShed extends TailguardError {
+  readonly code = 'TG_ERR_SHED'
+  readonly statusCode = 429
+}
+/** The proxy could not reach the upstream, or it answered garbage or closed the connection. */
+export class UpstreamUnavailable extends TailguardError {
+  readonly code = 'TG_ERR_UPSTREAM_UNAVAILABLE'
+  readonly statusCode = 502
+}
+/** The upstream did not answer (connect or response headers) in time. */
+export class UpstreamTimeout extends TailguardError {
+  readonly code = 'TG_ERR_UPSTREAM_TIMEOUT'
+  readonly statusCode = 504
+}
+/** Every upstream of the proxy is removed or draining. */
+export class NoUpstream extends TailguardError {
+  readonly code = 'TG_ERR_NO_UPSTREAM'
+  readonly statusCode = 503
 }
 
 /** Every error class, for the README check. */
@@ -79,9 +133,19 @@ export const ERROR_CLASSES = [
   PayloadTooLarge,
   UnsupportedMediaType,
   StoreUnavailable,
+  ReportUnprocessable,
+  RequestTimeout,
+  HeadersTooLarge,
   ConfigInvalid,
   SloNotFound,
   SloInvalid,
   SloConflict,
   SilenceNotFound,
+  SetpointsFenced,
+  RequestShed,
+  UpstreamUnavailable,
+  UpstreamTimeout,
+  NoUpstream,
+  SeriesNotFound,
+  ControllerNotFound,
 ] as const

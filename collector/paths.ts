@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -20,3 +20,16 @@ export function packageRoot(): string {
 
 /** Where `npm run build` puts the dashboard. */
 export const dashboardDistDir = (): string => join(packageRoot(), 'dist', 'dashboard')
+
+/**
+ * The package's version, from its package.json (read once).
+ *
+ * @example packageVersion() // '0.1.0'
+ */
+export function packageVersion(): string {
+  cachedVersion ??= (
+    JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }
+  ).version
+  return cachedVersion
+}
+let cachedVersion: string | undefined

@@ -6,6 +6,8 @@ import { createSloEngine, formatProblems } from './slo/index.js'
 import type { SloEngine, SloTables } from './slo/index.js'
 import type { Kysely } from 'kysely'
 import { createSloRoutes } from './routes/slos.js'
+import { createControllerRoutes } from './routes/controllers.js'
+import { createControllerStore } from './controllers/persistence.js'
 import type { Store } from './store/types.js'
 import { CliError } from './cli/command.js'
 import { dashboardDistDir } from './paths.js'
@@ -61,6 +63,7 @@ export async function runCollector(
     clock,
     logger,
     evaluationIntervalMs: c.sloEvaluationMs,
+    maxSeriesPerSlo: c.sloMaxSeries,
     webhooks: c.webhooks,
     ...(c.externalUrl ? { externalUrl: c.externalUrl } : {}),
   })
@@ -82,10 +85,48 @@ export async function runCollector(
       bodyLimitBytes: c.bodyLimitBytes,
       dashboardDir: dashboardDistDir(),
       metricsPublic: c.metricsPublic,
+      timeouts: {
+        requestTimeoutMs: c.requestTimeoutMs,
+        headersTimeoutMs: c.headersTimeoutMs,
+        idleTimeoutMs: c.idleTimeoutMs,
+      },
     },
-    { store, logger, clock, plugins: [createSloRoutes(slos), ...(extra.plugins ?? [])] },
+    {
+      store,
+      logger,
+      clock,
+      figures: {
+        pricing: c.pricing,
+        latencySlos: () =>
+          slos.list().flatMap(({ slo }) =>
+            slo.sli.kind === 'latency'
+              ? [
+                  {
+                    name: slo.name,
+                    selector: slo.selector,
+                    metric: slo.sli.metric,
+                    thresholdMs: slo.sli.thresholdMs,
+                  },
+                ]
+              : [],
+          ),
+      },
+      plugins: [
+        createSloRoutes(slos),
+        createControllerRoutes(createControllerStore(store)),
+        ...(extra.plugins ?? []),
+      ],
+    },
   )
-  await app.listen({ host: c.host, port: c.port })
+  try {
+    await app.listen({ host: c.host, port: c.port })
+  } catch (err) {
+    // A busy port must not leave a half-started collector behind (open store, SLO file watcher).
+    await app.close()
+    await slos.stop()
+    await store.close()
+    throw err
+  }
   const addr = app.server.address()
   const port = addr && typeof addr === 'object' ? addr.port : c.port
   const host = c.host.includes(':') ? `[${c.host}]` : c.host

@@ -17,3 +17,11 @@ export const ATTR_PHASE = 'tailguard.phase' as const
 export const ATTR_STATUS = 'tailguard.status' as const
 export const ATTR_ERROR_CLASS = 'tailguard.error_class' as const
 export const ATTR_OUTPUT_TOKENS = 'gen_ai.usage.output_tokens' as const
+/** Live figures per service (docs/signals.md), each over the last 5 minutes. */
+export const PROM_SERVICE_GOODPUT = 'tailguard_service_goodput_requests_per_second' as const
+export const PROM_SERVICE_TOKENS = 'tailguard_service_tokens_per_second' as const
+export const PROM_SERVICE_COST_PER_MILLION_REQUESTS =
+  'tailguard_service_cost_usd_per_million_requests' as const
+export const PROM_SERVICE_COST_PER_MILLION_TOKENS =
+  'tailguard_service_cost_usd_per_million_output_tokens' as const
+export const PROM_SERVICE_ENERGY_PER_TOKEN = 'tailguard_service_energy_joules_per_output_token' as const

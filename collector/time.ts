@@ -9,17 +9,22 @@ const UNIT_MS: Readonly<Record<string, number>> = {
   w: 604_800_000,
 }
 
+/** The largest time (epoch ms) JavaScript dates hold: 8.64e15, about the year 275760. @example isoTime(MAX_TIME_MS) */
+export const MAX_TIME_MS = 8_640_000_000_000_000
+/** The longest duration the API takes (100 years): larger ones are refused by name. @example parseDurationMs('36500d') */
+export const MAX_DURATION_MS = 100 * 365 * 86_400_000
+
 /**
  * Parses a duration such as `10s`, `5m`, `1h`, `30d`, `250ms` (or a bare number of milliseconds) into ms.
- * Returns `undefined` for anything else.
+ * Returns `undefined` for anything else, and for durations over {@link MAX_DURATION_MS} (100 years).
  *
  * @example parseDurationMs('5m') // 300000
  */
 export function parseDurationMs(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)?$/.exec(text.trim())
+  const m = /^(\d{1,20}(?:\.\d{1,9})?)(ms|s|m|h|d|w)?$/.exec(text.trim())
   if (!m) return undefined
-  const value = Number(m[1]) * (UNIT_MS[m[2] ?? 'ms'] ?? 1)
-  return Number.isFinite(value) ? Math.round(value) : undefined
+  const value = Math.round(Number(m[1]) * (UNIT_MS[m[2] ?? 'ms'] ?? 1))
+  return Number.isSafeInteger(value) && value <= MAX_DURATION_MS ? value : undefined
 }
 
 /**
@@ -30,18 +35,24 @@ export function parseDurationMs(text: string): number | undefined {
  */
 export function parseTimeMs(text: string, field: string, nowMs: number): number {
   const t = text.trim()
+  const shown = text.length > 40 ? text.slice(0, 40) + '…' : text
   if (t === 'now') return nowMs
   if (t.startsWith('-')) {
     const d = parseDurationMs(t.slice(1))
-    if (d !== undefined) return nowMs - d
-  } else if (/^\d{10,}$/.test(t)) {
-    return Number(t)
+    if (d !== undefined && nowMs - d >= 0) return nowMs - d
+    if (d === undefined && /^-\d+(\.\d+)?(ms|s|m|h|d|w)?$/.test(t))
+      throw new BadRequest(`${field}: relative time '${shown}' is longer than 100 years`)
+    if (d !== undefined) throw new BadRequest(`${field}: relative time '${shown}' reaches before 1970`)
+  } else if (/^\d{1,16}$/.test(t)) {
+    const ms = Number(t)
+    if (ms <= MAX_TIME_MS) return ms
+    throw new BadRequest(`${field}: epoch ms ${shown} is past the largest date (${MAX_TIME_MS})`)
   } else if (/^\d{4}-\d{2}-\d{2}/.test(t)) {
     const ms = Date.parse(t)
-    if (Number.isFinite(ms)) return ms
+    if (Number.isFinite(ms) && ms >= 0) return ms
   }
   throw new BadRequest(
-    `${field}: expected an ISO time, 'now', a relative time like -1h, or epoch ms; got '${text}'`,
+    `${field}: expected an ISO time, 'now', a relative time like -1h, or epoch ms; got '${shown}'`,
   )
 }
 
@@ -64,14 +75,42 @@ export function parseRange(
 /** The most points a time-series answer may have. */
 export const MAX_SERIES_POINTS = 2_000
 
+/** Multiples of a rollup step tried as default time-series steps (each must divide the next level's step). */
+const STEP_MULTIPLES = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30]
+/** Multiples of the coarsest level tried as default steps (days, for the default levels). */
+const COARSEST_MULTIPLES = [1, 2, 7, 14, 30, 90, 365]
+
 /**
- * The bucket width of a time series: the `step` query text (a duration of at least 1 s), or by default a
- * multiple of 10 s that gives about 60 points. Throws a coded {@link BadRequest} naming `step` when the text
- * is not a duration or would give more than {@link MAX_SERIES_POINTS} points.
+ * The default step candidates for rollup levels `levelStepsMs` (finest first): each level's step and its
+ * multiples that divide the next level's step (1 min, 5 min, 15 min, 30 min, 1 h, 3 h, 6 h, 12 h, 1 d, 7 d,
+ * … for the default levels). A bucket of such a step starts and ends on the grid of its level, so it is
+ * answered from whole rollup rows of that level; only the range's two ends read finer rows.
  *
- * @example resolveStepMs(undefined, { fromMs: 0, toMs: 3_600_000 }) // 60000
+ * @example rollupAlignedSteps([10_000, 60_000]) // [10000, 20000, 30000, 60000, 120000, …]
  */
-export function resolveStepMs(step: string | undefined, range: { fromMs: number; toMs: number }): number {
+export function rollupAlignedSteps(levelStepsMs: readonly number[]): number[] {
+  const out = new Set<number>()
+  levelStepsMs.forEach((step, i) => {
+    const next = levelStepsMs[i + 1]
+    for (const k of next === undefined ? COARSEST_MULTIPLES : STEP_MULTIPLES)
+      if (next === undefined || (k * step <= next && next % (k * step) === 0)) out.add(k * step)
+  })
+  return [...out].sort((a, b) => a - b)
+}
+
+/**
+ * The bucket width of a time series: the `step` query text (a duration of at least 1 s), or by default
+ * about 60 points, rounded up to a step aligned with the rollup levels when `levelStepsMs` is given (see
+ * {@link rollupAlignedSteps}), else to a multiple of 10 s. Throws a coded {@link BadRequest} naming
+ * `step` when the text is not a duration or would give more than {@link MAX_SERIES_POINTS} points.
+ *
+ * @example resolveStepMs(undefined, { fromMs: 0, toMs: 7 * 86_400_000 }, [10_000, 60_000, 3_600_000, 86_400_000]) // 10800000 (3 h)
+ */
+export function resolveStepMs(
+  step: string | undefined,
+  range: { fromMs: number; toMs: number },
+  levelStepsMs?: readonly number[],
+): number {
   const span = range.toMs - range.fromMs
   let stepMs: number
   if (step !== undefined) {
@@ -80,7 +119,9 @@ export function resolveStepMs(step: string | undefined, range: { fromMs: number;
       throw new BadRequest(`step: expected a duration of at least 1s like 10s, 1m, 1h; got '${step}'`)
     stepMs = parsed
   } else {
-    stepMs = Math.max(10_000, Math.ceil(span / 60 / 10_000) * 10_000)
+    const target = Math.max(10_000, Math.ceil(span / 60 / 10_000) * 10_000)
+    const aligned = levelStepsMs && levelStepsMs.length > 0 ? rollupAlignedSteps(levelStepsMs) : []
+    stepMs = aligned.find((s) => s >= target) ?? target
   }
   if (span / stepMs > MAX_SERIES_POINTS)
     throw new BadRequest(

@@ -22,6 +22,10 @@ export {
   saturatedBatchThroughput,
   poissonBatchSizes,
   largestBatchWithinLatency,
+  poissonQuantile,
+  adaptiveWindowMs,
+  batchLatencyMs,
+  batchFormationDelayMs,
 } from './queueing/batching.js'
 export type { BatchServiceModel, BatchServiceFit } from './queueing/batching.js'
 export {
@@ -34,7 +38,17 @@ export {
 } from './queueing/capacity.js'
 export type { CapacityPlanInput, CapacityPlan } from './queueing/capacity.js'
 export { applyActions } from './policy.js'
-export type { EpochMs, FleetObservation, PhasePercentilesMs, Setpoints, Action, Policy } from './policy.js'
+export type {
+  EpochMs,
+  FleetObservation,
+  LlmSignals,
+  PhasePercentilesMs,
+  Setpoints,
+  Action,
+  Policy,
+} from './policy.js'
+export { tailguardPolicy, resolveTailguardOptions, TAILGUARD_DEFAULTS } from './policies/tailguard/index.js'
+export type { TailguardOptions, TailguardFeatures, TailguardState } from './policies/tailguard/index.js'
 export { staticPolicy } from './policies/static.js'
 export { hpaPolicy, kedaPolicy, hpaLoop } from './policies/hpa.js'
 export type { HpaOptions, HpaState, HpaMetric, KedaOptions } from './policies/hpa.js'
@@ -56,13 +70,24 @@ export type {
 } from './sim/simulator.js'
 export { createArrivals } from './sim/arrivals.js'
 export type { ArrivalSpec, ArrivalSource, ArrivalDraft, TokenShape } from './sim/arrivals.js'
-export { parseAzureTrace, AZURE_TRACE_ATTRIBUTION, findSharedTrace, DEFAULT_TRACE_FILE } from './sim/trace.js'
-export type { Trace, TraceError } from './sim/trace.js'
+export {
+  parseAzureTrace,
+  AZURE_TRACE_ATTRIBUTION,
+  shippedTracePath,
+  DEFAULT_TRACE_FILE,
+} from './sim/trace.js'
+export type { Trace, TraceError, TraceRow, TraceColumns } from './sim/trace.js'
+export { scanTraceFile, TraceFileReader, TraceFileError, TRACE_REORDER_ROWS } from './sim/trace-file.js'
+export type { TraceFileStats } from './sim/trace-file.js'
 export { EventHeap } from './sim/heap.js'
 export { Rng } from './sim/rng.js'
 export {
   BASELINE_POLICIES,
+  POLICIES,
+  TAILGUARD_PARTS,
   createBaselinePolicy,
+  createTailguardPolicy,
+  tailguardOptionsFor,
   replicaCapacityRps,
   peakRps,
   meanTokens,
@@ -72,6 +97,7 @@ export {
 } from './sim/scenario.js'
 export type {
   BaselinePolicyName,
+  PolicyName,
   BaselineOptions,
   ReplicaTarget,
   ReplicaProbe,
@@ -79,3 +105,96 @@ export type {
 } from './sim/scenario.js'
 export { formatResultsTable, renderHtmlReport } from './sim/report.js'
 export type { Scenario } from './sim/report.js'
+export { registerSim } from './cli/sim.js'
+export {
+  createRecommendationBoard,
+  AUTOSCALE_METRICS,
+  DEFAULT_SIGNAL_TARGETS,
+  AutoscaleQueryInvalid,
+  parseAutoscaleQuery,
+  metricValue,
+  metricName,
+  startKedaScaler,
+  EXTERNAL_SCALER_PROTO,
+  DEFAULT_KEDA_PORT,
+  buildExternalMetricsApp,
+  formatQuantity,
+  parseLabelSelector,
+  EXTERNAL_METRICS,
+  EXTERNAL_METRICS_GROUP_VERSION,
+  DEFAULT_EXTERNAL_METRICS_PORT,
+  createAutoscaleRoutes,
+  toAutoscaleAnswer,
+  AutoscaleAnswerSchema,
+  recommendationFromView,
+  buildAutoscaleHttp,
+  DEFAULT_CONTROLLER_HTTP_PORT,
+} from './autoscale/index.js'
+export type {
+  AutoscaleRef,
+  AutoscaleCondition,
+  AutoscaleSignals,
+  AutoscaleSource,
+  Recommendation,
+  RecommendationBoard,
+  AutoscaleMetric,
+  AutoscaleQuery,
+  KedaScalerOptions,
+  RunningKedaScaler,
+  GrpcTls,
+  ExternalMetricsOptions,
+  AutoscaleAnswer,
+} from './autoscale/index.js'
+export { registerController } from './cli/controller.js'
+export { registerDecisions, formatTimeline, describeChange } from './cli/decisions.js'
+export { createLiveController, targetName, initialSetpoints, railsOf, predict } from './live/controller.js'
+export type {
+  LiveController,
+  LiveControllerOptions,
+  LiveTarget,
+  ControllerLogger,
+  RoundResult,
+} from './live/controller.js'
+export { runController, budgetReader, gpuUtilizationReader } from './live/run.js'
+export type { RunningController, BudgetSource } from './live/run.js'
+export {
+  buildObservation,
+  observedEnd,
+  windowIntervals,
+  OBS_WINDOWS_S,
+  PHASE_METRICS,
+} from './live/observe.js'
+export type { ObservationReader, ObservedTarget, SignalSummary, BuildOptions } from './live/observe.js'
+export { applyRails, INITIAL_RAIL_STATE, RAIL_DEFAULTS } from './live/rails.js'
+export type { Rails, RailState, RailsResult } from './live/rails.js'
+export { createTargetPolicy, LIVE_POLICIES, DEFAULT_LIVE_POLICY } from './live/policies.js'
+export { httpJson, describeFailure } from './live/http.js'
+export type { HttpResult, HttpOptions } from './live/http.js'
+export {
+  createActuator,
+  createAgentActuator,
+  createModelServerActuator,
+  createTritonActuator,
+  createKubernetesActuator,
+  createProcessActuator,
+  createWebhookActuator,
+  putBatching,
+  parseBatching,
+  SERVICE_ACCOUNT_DIR,
+} from './live/actuators/index.js'
+export type {
+  Actuator,
+  ActuatorChange,
+  ActuatorContext,
+  ActuatorReading,
+  AdmissionCaps,
+  ApplyResult,
+  Knob,
+  ReadResult,
+  AgentActuatorOptions,
+  ModelServerActuatorOptions,
+  TritonActuatorOptions,
+  KubernetesActuatorOptions,
+  ProcessActuatorOptions,
+  WebhookActuatorOptions,
+} from './live/actuators/index.js'

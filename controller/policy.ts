@@ -14,8 +14,30 @@ export interface PhasePercentilesMs {
   readonly count: number
 }
 
+/**
+ * Continuous-batching (LLM) signals over the interval, where the fleet reports them (vLLM/TGI scrape, the
+ * proxy, the simulator). All fleet-wide.
+ */
+export interface LlmSignals {
+  /** Sequences running on ready replicas (mean over the interval). */
+  readonly running: number
+  /** Prompt tokens admitted and output tokens generated in the interval. */
+  readonly inputTokens: number
+  readonly outputTokens: number
+  /** Mean KV-cache occupancy of ready replicas, 0..1. */
+  readonly kvUsage: number
+  /** Sequences preempted (evicted from the KV cache) in the interval. */
+  readonly preemptions: number
+}
+
 /** What the collector knows at one control interval. */
 export interface FleetObservation {
+  /** How old the observation is when the policy sees it, ms (absent or 0: fresh). Optional. */
+  readonly ageMs?: number
+  /** Mean service time (batch, or decode step for LLMs) over the interval, ms. Optional. */
+  readonly serviceMeanMs?: number
+  /** LLM signals (running sequences, tokens, KV occupancy, preemptions). Optional. */
+  readonly llm?: LlmSignals
   /** Length of the interval this observation covers, ms. */
   readonly intervalMs: number
   /** Arrival rate (req/s) averaged over short windows, keyed by window length in seconds (e.g. 6, 10, 60). */
@@ -49,8 +71,15 @@ export interface Setpoints {
   /** Dynamic batcher: how long the oldest request may wait for a batch to fill, ms. */
   readonly batchWindowMs: number
   readonly maxBatch: number
-  /** Admission per priority class (index 0 = highest priority): queue cap and in-system cap. */
-  readonly admission: ReadonlyArray<{ readonly maxQueue: number; readonly maxConcurrency: number }>
+  /**
+   * Admission per priority class (index 0 = highest priority): queue cap and in-system cap, and optionally how
+   * long a request may wait in the queue before it is dropped (deadline-aware dropping).
+   */
+  readonly admission: ReadonlyArray<{
+    readonly maxQueue: number
+    readonly maxConcurrency: number
+    readonly queueTimeoutMs?: number
+  }>
   readonly desiredReplicas: number
 }
 
@@ -68,6 +97,8 @@ export type Action =
       readonly priorityClass: number
       readonly maxQueue: number
       readonly maxConcurrency: number
+      /** Drop a request of this class that has waited this long in the queue. Optional (absent: no timeout). */
+      readonly queueTimeoutMs?: number
       readonly reason: string
     }
 
@@ -92,7 +123,11 @@ export function applyActions(setpoints: Setpoints, actions: readonly Action[]): 
       out = { ...out, batchWindowMs: Math.max(0, a.windowMs), maxBatch: Math.max(1, Math.round(a.maxBatch)) }
     else {
       const admission = out.admission.slice()
-      admission[a.priorityClass] = { maxQueue: a.maxQueue, maxConcurrency: a.maxConcurrency }
+      admission[a.priorityClass] = {
+        maxQueue: a.maxQueue,
+        maxConcurrency: a.maxConcurrency,
+        ...(a.queueTimeoutMs !== undefined ? { queueTimeoutMs: a.queueTimeoutMs } : {}),
+      }
       out = { ...out, admission }
     }
   }

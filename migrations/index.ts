@@ -9,6 +9,9 @@ const MIGRATIONS: Readonly<Record<string, () => Promise<Migration>>> = {
   '2026-11-21T2100_initial': () => import('./2026-11-21T2100_initial.js'),
   '2026-11-21T2200_slo': () => import('./2026-11-21T2200_slo.js'),
   '2026-11-21T2300_gpu': () => import('./2026-11-21T2300_gpu.js'),
+  '2026-11-23T1000_service_rollups': () => import('./2026-11-23T1000_service_rollups.js'),
+  '2026-11-23T1100_signals': () => import('./2026-11-23T1100_signals.js'),
+  '2026-11-23T1200_controller': () => import('./2026-11-23T1200_controller.js'),
 }
 
 /**

@@ -71,9 +71,11 @@ export function startDemoReplay(opts: DemoReplayOptions): { stop(): void; readon
 
 /** The order a request goes through its phases (the demo's requests take them one after another). */
 const PHASE_ORDER: readonly Phase[] = [
+  'routing',
   'network',
   'serialization',
   'queue',
+  'retrieval',
   'preprocess',
   'h2d',
   'kernel',

@@ -1,5 +1,7 @@
 /**
- * SLOs for the demo fleet, in tailguard's YAML format. `tailguard start` writes them to
+ * SLOs for the demo fleet, in tailguard's YAML format. They tell a story: the chat SLOs and
+ * `demo-vision-latency` are healthy, `demo-vision-tail` is set tight on purpose (its description says so) so
+ * that its budget burns at about 10× and the 6× page alert fires within minutes. `tailguard start` writes them to
  * `<data-dir>/demo-slos.yaml` on first run (a file the user can edit: it is reloaded on change).
  *
  * @example writeFileSync(join(dataDir, 'demo-slos.yaml'), DEMO_SLOS_YAML)
@@ -29,11 +31,19 @@ slos:
     objective: 99.5%
     window: 28d
   - name: demo-vision-latency
-    description: 99% of vision requests finish within 25 ms
+    description: 99% of vision requests finish within 60 ms (healthy)
+    kind: latency
+    selector: { service: demo-vision }
+    phase: total
+    thresholdMs: 60
+    objective: 99%
+    window: 7d
+  - name: demo-vision-tail
+    description: "Set tight on purpose to show alerting: 99.9% within 25 ms, while 1% of vision requests hit a slow kernel"
     kind: latency
     selector: { service: demo-vision }
     phase: total
     thresholdMs: 25
-    objective: 99%
+    objective: 99.9%
     window: 7d
 `

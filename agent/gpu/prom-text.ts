@@ -6,7 +6,8 @@ export interface PromSample {
 }
 
 /**
- * Parses Prometheus text exposition (version 0.0.4): comments and blank lines are skipped, label values are
+ * Parses Prometheus text exposition (version 0.0.4): comments and blank lines are skipped (`# TYPE` lines are
+ * kept in `types`, family name → `counter` | `gauge` | `histogram` | `summary` | `untyped`), label values are
  * unescaped (`\\`, `\"`, `\n`), an optional timestamp is ignored. A malformed line is skipped and counted.
  *
  * @example
@@ -15,18 +16,30 @@ export interface PromSample {
  * // [{ name: 'DCGM_FI_DEV_GPU_UTIL', labels: { gpu: '0', UUID: 'GPU-1' }, value: 93 }]
  * ```
  */
-export function parsePromText(text: string): { samples: PromSample[]; malformed: number } {
+export function parsePromText(text: string): {
+  samples: PromSample[]
+  malformed: number
+  types: Map<string, string>
+} {
   const samples: PromSample[] = []
+  const types = new Map<string, string>()
   let malformed = 0
   for (const raw of text.split('\n')) {
     const line = raw.trim()
-    if (line === '' || line.startsWith('#')) continue
+    if (line === '') continue
+    if (line.startsWith('#')) {
+      const m = TYPE_LINE.exec(line)
+      if (m !== null) types.set(m[1]!, m[2]!)
+      continue
+    }
     const s = parseLine(line)
     if (s === undefined) malformed++
     else samples.push(s)
   }
-  return { samples, malformed }
+  return { samples, malformed, types }
 }
+
+const TYPE_LINE = /^#\s*TYPE\s+([a-zA-Z_:][a-zA-Z0-9_:]*)\s+(\w+)/
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/
 

@@ -13,6 +13,7 @@ export const SDK_ATTR = {
   model: 'gen_ai.request.model',
   version: 'model.version',
   outputTokens: 'gen_ai.usage.output_tokens',
+  inputTokens: 'gen_ai.usage.input_tokens',
   errorType: 'error.type',
 } as const
 /** Event the SDK adds to the request span at the first output token. @example span.events[0].name === SDK_FIRST_TOKEN_EVENT */
@@ -47,6 +48,8 @@ export interface RequestEnd {
   /** Error class (`timeout`, `oom`, …) when `status` is `error`; the shed reason when `shed`. */
   readonly errorClass?: string
   readonly outputTokens?: number
+  /** Prompt tokens of the request (a live signal: tokens/s in). */
+  readonly inputTokens?: number
 }
 
 /**
@@ -197,9 +200,19 @@ class InferenceRequestImpl implements InferenceRequest {
       ...(tpotUs !== undefined ? { tpotUs } : {}),
       ...(n !== undefined ? { outputTokens: n } : {}),
     })
+    const input = result.inputTokens
+    if ((n !== undefined && n >= 0) || (input !== undefined && input >= 0))
+      this.#sdk.sink.recordSignals?.(this.#labels, {
+        source: 'sdk',
+        counters: {
+          ...(input !== undefined && input >= 0 ? { inputTokens: input } : {}),
+          ...(n !== undefined && n >= 0 ? { outputTokens: n } : {}),
+        },
+      })
     const span = this.span
     span.setAttribute(SDK_ATTR.status, status)
     if (n !== undefined) span.setAttribute(SDK_ATTR.outputTokens, n)
+    if (input !== undefined) span.setAttribute(SDK_ATTR.inputTokens, input)
     if (status !== 'ok') {
       if (result.errorClass) span.setAttribute(SDK_ATTR.errorType, result.errorClass)
       if (status === 'error')

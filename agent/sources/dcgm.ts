@@ -2,6 +2,7 @@ import type { GpuField } from '../../collector/index.js'
 import { parsePromText } from '../gpu/prom-text.js'
 import type { PromSample } from '../gpu/prom-text.js'
 import { xidMessage } from '../gpu/nvml-constants.js'
+import { periodic } from './periodic.js'
 import type {
   GpuDeviceReading,
   GpuEventReading,
@@ -41,10 +42,21 @@ export const DCGM_FIELD_MAP: ReadonlyMap<string, readonly [GpuField, number]> = 
   ['DCGM_FI_PROF_PIPE_TENSOR_ACTIVE', ['tensorActivePct', 100]],
 ])
 
-/** Profiling PCIe byte rates, used when the NVML-based throughput fields are not exported. */
-const PCIE_BYTES: ReadonlyMap<string, GpuField> = new Map([
+/** Profiling PCIe byte rates, used when the NVML-based throughput fields are not exported. @example PCIE_BYTES.get('DCGM_FI_PROF_PCIE_TX_BYTES') // 'pcieTxKBps' */
+export const PCIE_BYTES: ReadonlyMap<string, GpuField> = new Map([
   ['DCGM_FI_PROF_PCIE_TX_BYTES', 'pcieTxKBps'],
   ['DCGM_FI_PROF_PCIE_RX_BYTES', 'pcieRxKBps'],
+])
+
+/**
+ * Every DCGM field name tailguard reads (the others are reported as unknown by `tailguard scrape`).
+ *
+ * @example DCGM_KNOWN_FIELDS.has('DCGM_FI_DEV_POWER_USAGE') // true
+ */
+export const DCGM_KNOWN_FIELDS: ReadonlySet<string> = new Set([
+  ...DCGM_FIELD_MAP.keys(),
+  ...PCIE_BYTES.keys(),
+  'DCGM_FI_DEV_XID_ERRORS',
 ])
 
 interface Entity {
@@ -175,8 +187,6 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
   const log = options.log ?? (() => {})
   const listeners = new Set<GpuListener>()
   let status: SourceStatus = { state: 'unavailable', reason: `not scraped yet (${url})` }
-  let timer: NodeJS.Timeout | undefined
-  let inFlight: Promise<void> | undefined
   let sink: SampleSink | undefined
   let lastXid = new Map<string, number>()
   let firstScrape = true
@@ -230,12 +240,7 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
     firstScrape = false
   }
 
-  const tick = () => {
-    if (inFlight !== undefined) return
-    inFlight = scrape().finally(() => {
-      inFlight = undefined
-    })
-  }
+  const poll = periodic(scrape, every)
 
   return {
     name: 'dcgm',
@@ -246,16 +251,9 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
       return () => listeners.delete(listener)
     },
     start(s) {
-      if (timer !== undefined) return
       sink = s
-      tick()
-      timer = setInterval(tick, every)
-      timer.unref()
+      poll.start()
     },
-    async stop() {
-      if (timer !== undefined) clearInterval(timer)
-      timer = undefined
-      await inFlight
-    },
+    stop: () => poll.stop(),
   }
 }

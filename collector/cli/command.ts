@@ -1,8 +1,8 @@
 import type { Command } from 'commander'
 
 /**
- * Each subcommand of the `tailguard` CLI lives in `collector/cli/commands/<name>.ts` and exports one
- * `register` function of this type; `main.ts` calls them in order.
+ * Each subcommand of the `tailguard` CLI lives next to the code of the part that owns it (`collector/cli/`, `agent/cli/`, `controller/cli/`; `start` in `bin/`) and exports one
+ * `register` function of this type; `bin/tailguard.ts` calls them in order.
  *
  * @example
  * ```ts

@@ -1,9 +1,12 @@
+import { createServer } from 'node:net'
 import { Option } from 'commander'
 import type { Command } from 'commander'
 import pino from 'pino'
 import type { Logger } from 'pino'
-import { readConfigFile, resolveConfig } from '../config/index.js'
-import type { TailguardConfig } from '../config/index.js'
+import { LOG_FORMATS, readConfigFile, resolveConfig } from '../config/index.js'
+import type { LogConfig, TailguardConfig } from '../config/index.js'
+import { prettyLogStream } from './log-format.js'
+import type { LineSink } from './log-format.js'
 import { ConfigInvalid } from '../errors.js'
 import { CliError } from './command.js'
 
@@ -27,7 +30,11 @@ export function intArg(flag: string, min = 1) {
   }
 }
 
-/** Adds `--config FILE` and `--log-level` to a command. */
+/**
+ * Adds `--config FILE`, `--log-level` and `--log-format` to a command.
+ *
+ * @example withCommonOptions(program.command('collector').option('--port <n>', 'HTTP port'))
+ */
 export function withCommonOptions(cmd: Command, defaultLogLevel = 'info'): Command {
   return cmd
     .option(
@@ -38,6 +45,12 @@ export function withCommonOptions(cmd: Command, defaultLogLevel = 'info'): Comma
       new Option('--log-level <level>', 'log level')
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .default(defaultLogLevel),
+    )
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        'log lines on stderr: pretty sentences, json lines, or auto (pretty on a terminal, else json; config log.format)',
+      ).choices(LOG_FORMATS),
     )
 }
 
@@ -60,18 +73,30 @@ export function loadConfig(
   }
 }
 
-/** The process logger: JSON lines on stderr, with secrets redacted. */
-export function makeLogger(level: string): Logger {
-  return pino(
-    {
-      level,
-      redact: {
-        paths: ['*.token', '*.authorization', 'req.headers.authorization', '*.secret'],
-        censor: '[redacted]',
-      },
+/**
+ * The process logger on stderr, with secrets redacted: sentences (time, level, message, key=value) for a
+ * person at a terminal, JSON lines for machines. `auto` picks by whether stderr is a terminal.
+ *
+ * @example const log = makeLogger('info', flags.logFormat ?? cfg.log.format)
+ */
+export function makeLogger(
+  level: string,
+  format: LogConfig['format'] = 'auto',
+  stderr: LineSink & { readonly isTTY?: boolean } = process.stderr,
+): Logger {
+  const options = {
+    level,
+    redact: {
+      paths: ['*.token', '*.authorization', 'req.headers.authorization', '*.secret'],
+      censor: '[redacted]',
     },
-    pino.destination(2),
-  )
+  }
+  const pretty = format === 'pretty' || (format === 'auto' && stderr.isTTY === true)
+  if (pretty) {
+    const color = stderr.isTTY === true && !process.env.NO_COLOR
+    return pino(options, prettyLogStream(stderr, { color }))
+  }
+  return stderr === process.stderr ? pino(options, pino.destination(2)) : pino(options, stderr)
 }
 
 /** Runs until SIGINT/SIGTERM, then calls `stop` once. */
@@ -90,4 +115,73 @@ export function untilSignal(stop: () => Promise<void>, log: Logger): Promise<voi
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
   })
+}
+
+/** A port a command is about to listen on, and the flag that changes it (named in the error). */
+export interface PortClaim {
+  readonly host: string
+  readonly port: number
+  readonly flag: string
+}
+
+/**
+ * Turns a listen error into the one line an operator needs: which port, and which flag changes it (exit
+ * code 1). Other errors pass through unchanged.
+ *
+ * @example throw explainListenError(err, { host: '127.0.0.1', port: 7070, flag: '--port' })
+ */
+export function explainListenError(err: unknown, claim: PortClaim): unknown {
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string }
+  const port = e.port ?? claim.port
+  switch (e.code) {
+    case 'EADDRINUSE':
+      return new CliError(
+        `port ${port} is already in use (${claim.flag}); choose another port or stop the process using it`,
+        1,
+      )
+    case 'EACCES':
+      return new CliError(
+        `port ${port} needs privileges to listen on (${claim.flag}); choose a port above 1023`,
+        1,
+      )
+    case 'EADDRNOTAVAIL':
+      return new CliError(
+        `cannot listen on ${claim.host}:${port}: no such local address; change the host for ${claim.flag}`,
+        1,
+      )
+    default:
+      return err
+  }
+}
+
+/**
+ * Runs `start` (which listens on `claim`'s port), turning a busy port into {@link explainListenError}'s line.
+ *
+ * @example const c = await listening({ host, port: 7070, flag: '--port' }, () => runCollector(cfg, log))
+ */
+export async function listening<T>(claim: PortClaim, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start()
+  } catch (err) {
+    throw explainListenError(err, claim)
+  }
+}
+
+/**
+ * Checks that every port is free before anything starts (so a busy port never leaves a command half-started),
+ * by binding each one briefly. Port 0 (any free port) is always free.
+ *
+ * @example await assertPortsFree([{ host: '127.0.0.1', port: 7070, flag: '--port' }])
+ */
+export async function assertPortsFree(claims: readonly PortClaim[]): Promise<void> {
+  for (const claim of claims) {
+    if (claim.port === 0) continue
+    await new Promise<void>((resolve, reject) => {
+      const server = createServer()
+      server.once('error', (err) => reject(explainListenError(err, claim)))
+      server.listen({ host: claim.host, port: claim.port, exclusive: true }, () =>
+        server.close(() => resolve()),
+      )
+    })
+  }
 }

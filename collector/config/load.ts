@@ -5,7 +5,16 @@ import type { Node as YamlNode } from 'yaml'
 import { Value } from '@sinclair/typebox/value'
 import type { TSchema } from '@sinclair/typebox'
 import { ConfigInvalid } from '../errors.js'
-import { AgentSection, CollectorSection, CONFIG_DEFAULTS, ConfigFileSchema, StartSection } from './schema.js'
+import {
+  AgentSection,
+  CollectorSection,
+  CONFIG_DEFAULTS,
+  ConfigFileSchema,
+  ControllerSection,
+  LogSection,
+  PolicySection,
+  StartSection,
+} from './schema.js'
 import type { ConfigFile, TailguardConfig } from './schema.js'
 
 /** One problem in a config file, located. */
@@ -54,7 +63,15 @@ export function parseConfigText(text: string, file: string): ConfigFile {
     })
   }
   if (problems.length > 0) throw new ConfigInvalid(problems.map(formatProblem).join('\n'))
-  const data: unknown = doc.toJS() ?? {}
+  let data: unknown
+  try {
+    data = doc.toJS({ maxAliasCount: 100 }) ?? {}
+  } catch (err) {
+    const m = err instanceof Error ? err.message.split('\n')[0]! : String(err)
+    throw new ConfigInvalid(
+      formatProblem({ file, line: null, field: '', message: `YAML: ${m} (undefined alias or alias bomb)` }),
+    )
+  }
   const lineOf = (path: readonly (string | number)[]): number | null => {
     // Walk down to the deepest node that exists, so a missing field points at its parent.
     let node: unknown = doc.contents
@@ -80,8 +97,56 @@ export function parseConfigText(text: string, file: string): ConfigFile {
     return line
   }
   problems.push(...schemaProblems(ConfigFileSchema, data, file, lineOf))
+  if (problems.length === 0) problems.push(...controllerProblems(data as ConfigFile, file, lineOf))
   if (problems.length > 0) throw new ConfigInvalid(problems.map(formatProblem).join('\n'))
   return data as ConfigFile
+}
+
+/** Which actuator types can move each knob. */
+const KNOB_ACTUATORS: Readonly<Record<string, readonly string[]>> = {
+  batching: ['model-server', 'triton', 'process', 'webhook'],
+  admission: ['agent', 'webhook'],
+  replicas: ['kubernetes', 'process', 'webhook'],
+}
+
+/**
+ * What a schema cannot say about `controllers:`: bounds in order, initial setpoints inside them, unique
+ * names, and for every knob an actuator that can move it.
+ */
+function controllerProblems(
+  cfg: ConfigFile,
+  file: string,
+  lineOf: (path: readonly (string | number)[]) => number | null,
+): ConfigProblem[] {
+  const out: ConfigProblem[] = []
+  const add = (path: (string | number)[], message: string) =>
+    out.push({ file, line: lineOf(path), field: path.join('.'), message })
+  const names = new Map<string, number>()
+  ;(cfg.controllers ?? []).forEach((t, i) => {
+    const name = t.name ?? [t.service, t.model, t.version].filter((x) => x).join('/')
+    const seen = names.get(name)
+    if (seen !== undefined)
+      add(['controllers', i], `duplicate target name '${name}' (also controllers.${seen})`)
+    names.set(name, i)
+    const b = t.bounds
+    if (b.minReplicas > b.maxReplicas)
+      add(['controllers', i, 'bounds', 'minReplicas'], `must be at most maxReplicas (${b.maxReplicas})`)
+    if (t.initial.replicas < b.minReplicas || t.initial.replicas > b.maxReplicas)
+      add(
+        ['controllers', i, 'initial', 'replicas'],
+        `must lie within bounds ${b.minReplicas}..${b.maxReplicas} (got ${t.initial.replicas})`,
+      )
+    if (b.maxWindowMs !== undefined && t.initial.windowMs > b.maxWindowMs)
+      add(['controllers', i, 'initial', 'windowMs'], `must be at most bounds.maxWindowMs (${b.maxWindowMs})`)
+    if (b.maxBatch !== undefined && t.initial.maxBatch > b.maxBatch)
+      add(['controllers', i, 'initial', 'maxBatch'], `must be at most bounds.maxBatch (${b.maxBatch})`)
+    for (const knob of t.knobs) {
+      const can = KNOB_ACTUATORS[knob]!
+      if (!t.actuators.some((a) => can.includes(a.type)))
+        add(['controllers', i, 'knobs'], `knob '${knob}' needs an actuator of type ${can.join(', ')}`)
+    }
+  })
+  return out
 }
 
 function schemaProblems(
@@ -104,7 +169,10 @@ function schemaProblems(
       field,
       message:
         e.message +
-        (e.value !== undefined && typeof e.value !== 'object' ? ` (got ${JSON.stringify(e.value)})` : ''),
+        // Never echo a secret into an error message (a too-short token would be printed in full).
+        (e.value !== undefined && typeof e.value !== 'object' && !/^(token|secret)$/.test(path.at(-1) ?? '')
+          ? ` (got ${JSON.stringify(e.value)})`
+          : ''),
     })
   }
   return out
@@ -117,6 +185,7 @@ export interface ConfigEnv {
   readonly TAILGUARD_AGENT_TOKEN?: string
   readonly TAILGUARD_DB?: string
   readonly TAILGUARD_OTLP_TOKEN?: string
+  readonly TAILGUARD_AGENT_ADMIN_TOKEN?: string
 }
 
 type DeepPartial<T> = {
@@ -182,9 +251,39 @@ export function resolveConfig(input: {
           d.agent.otlp.token,
       },
       gpu: { ...d.agent.gpu, ...f.agent?.gpu, ...(flags.agent?.gpu as object) },
+      limits: { ...d.agent.limits, ...f.agent?.limits, ...(flags.agent?.limits as object) },
+      adminToken:
+        (flags.agent?.adminToken as string | null | undefined) ??
+        env.TAILGUARD_AGENT_ADMIN_TOKEN ??
+        f.agent?.adminToken ??
+        d.agent.adminToken,
+      proxy: {
+        ...d.agent.proxy,
+        ...f.agent?.proxy,
+        ...(flags.agent?.proxy as object),
+        labels: {
+          ...d.agent.proxy.labels,
+          ...f.agent?.proxy?.labels,
+          ...(flags.agent?.proxy?.labels as object),
+        },
+      },
       mapping: { ...d.agent.mapping, ...f.agent?.mapping, ...(flags.agent?.mapping as object) },
     } as TailguardConfig['agent'],
     start: { ...d.start, ...f.start, ...(flags.start as object) } as TailguardConfig['start'],
+    controller: {
+      ...d.controller,
+      ...f.controller,
+      ...(flags.controller as object),
+    } as TailguardConfig['controller'],
+    controllers: f.controllers ?? d.controllers,
+    log: { ...d.log, ...f.log, ...(flags.log as object) } as TailguardConfig['log'],
+    policy: {
+      tailguard: {
+        ...d.policy.tailguard,
+        ...f.policy?.tailguard,
+        ...(flags.policy?.tailguard as object),
+      },
+    } as TailguardConfig['policy'],
   }
   if (!merged.agent.node) merged.agent.node = hostname()
   if (!merged.agent.id) merged.agent.id = merged.agent.node
@@ -202,8 +301,28 @@ export function resolveConfig(input: {
       ...p,
       field: `start.${p.field}`,
     })),
+    ...schemaProblems(ControllerSection, merged.controller, file, () => null).map((p) => ({
+      ...p,
+      field: `controller.${p.field}`,
+    })),
+    ...schemaProblems(LogSection, merged.log, file, () => null).map((p) => ({
+      ...p,
+      field: `log.${p.field}`,
+    })),
+    ...schemaProblems(PolicySection, merged.policy, file, () => null).map((p) => ({
+      ...p,
+      field: `policy.${p.field}`,
+    })),
   ]
-  if (problems.length > 0) throw new ConfigInvalid(problems.map(formatProblem).join('\n'))
+  // A token that came from the environment is named by its variable, not by its index in the merged list.
+  const tokenSource = (list: 'apiTokens' | 'agentTokens', i: number) =>
+    /^env:(\w+)$/.exec(merged.collector[list][i]?.name ?? '')?.[1]
+  const named = problems.map((p) => {
+    const m = /^collector\.(apiTokens|agentTokens)\.(\d+)\.token$/.exec(p.field)
+    const env = m ? tokenSource(m[1] as 'apiTokens' | 'agentTokens', Number(m[2])) : undefined
+    return env ? { ...p, file: '(environment)', field: env } : p
+  })
+  if (named.length > 0) throw new ConfigInvalid(named.map(formatProblem).join('\n'))
   return deepFreeze(merged)
 }
 

@@ -1,15 +1,248 @@
-import { build, decodeFromCompressedBase64, encodeIntoCompressedBase64 } from 'hdr-histogram-js'
-import type { Histogram } from 'hdr-histogram-js'
-
-export type { Histogram }
-
-/** Latencies are recorded in integer microseconds, from 1 µs to 1 h, at 3 significant digits (≤ 0.1% error). */
-export const HISTOGRAM_LOWEST_US = 1
-export const HISTOGRAM_HIGHEST_US = 3_600_000_000
-export const HISTOGRAM_DIGITS = 3
+import { checkHistogramHeader } from './histogram-header.js'
+import type { HistogramHeaderLimits } from './histogram-header.js'
 
 /**
- * A new, empty latency histogram in tailguard's one configuration.
+ * tailguard's latency histogram: log-linear buckets over "ticks" of 1/1024 µs (≈ 0.98 ns), laid out as
+ * HdrHistogram lays out 3-significant-digit counts: values below 2048 ticks (2 µs) are exact to the tick;
+ * above, each power of two [2^k, 2^(k+1)) ticks splits into 1024 buckets of width 2^(k−10), so a bucket is
+ * at most 2^-10 ≈ 0.098% of its values wide (the relative error bound). Range: 0 to 30 days.
+ *
+ * From 1 µs up these buckets are exactly HdrHistogram's (1 µs unit, 3 digits) split further: every HDR
+ * bucket at or above 1,024 µs is one of ours, and below it an HDR bucket (1 µs wide) is a run of ours. So
+ * the old encoding converts bucket for bucket, and for integer-µs data every quantile, min, max and mean
+ * equals hdr-histogram-js's (values are reported on HDR's 1 µs grid where a bucket is wider than 1 µs).
+ *
+ * Counts live sparsely: the encoded form (`tgh1.` + base64 of delta/varint coded (index, count) pairs)
+ * holds only non-empty buckets, and an in-memory histogram holds one dense window of counts between its
+ * lowest and highest bucket. Merging adds counts index by index; no HdrHistogram object is built.
+ */
+export const TICKS_PER_US = 1024
+const SUB_BITS = 10
+const HALF = 1 << SUB_BITS
+/** Latencies are recorded in µs (fractions kept to 1/1024 µs), 3 significant digits (≤ 0.1% error). */
+export const HISTOGRAM_LOWEST_US = 1 / TICKS_PER_US
+/** The largest value a histogram holds: 30 days in µs (larger values are clamped). */
+export const HISTOGRAM_HIGHEST_US = 30 * 24 * 3600 * 1e6
+export const HISTOGRAM_DIGITS = 3
+/** The relative width of a bucket at most (the error bound of every quantile), 2^-10. */
+export const HISTOGRAM_RELATIVE_ERROR = 1 / HALF
+const HIGHEST_TICKS = HISTOGRAM_HIGHEST_US * TICKS_PER_US
+
+/**
+ * What an HdrHistogram-encoded histogram's header must say before its counts are read (bounded work per
+ * byte, docs/limits.md): the configuration agents used before the sparse encoding (3 digits, 1 µs), a
+ * highest value no larger than 2^32 µs and at most 256 KiB once inflated.
+ */
+export const HISTOGRAM_HEADER_LIMITS = {
+  digits: HISTOGRAM_DIGITS,
+  lowest: 1,
+  maxHighest: 2 ** 32,
+  maxDecodedBytes: 256 * 1024,
+} as const
+
+/** The same for rows already stored, which ingest before the strict check took at 3 to 5 digits. */
+const STORED_HEADER_LIMITS = { ...HISTOGRAM_HEADER_LIMITS, maxDigits: 5, maxDecodedBytes: 4 << 20 } as const
+const TWO_32 = 2 ** 32
+
+/** The bucket index of a tick value (a non-negative integer below 2^53). */
+export function tickIndex(u: number): number {
+  if (u < 2 * HALF) return u
+  const log2 = u < TWO_32 ? 31 - Math.clz32(u) : 63 - Math.clz32(Math.floor(u / TWO_32))
+  const b = log2 - SUB_BITS
+  return b * HALF + Math.floor(u / 2 ** b)
+}
+
+/** The lowest tick value of bucket `i`. */
+export function indexTicks(i: number): number {
+  if (i < 2 * HALF) return i
+  const b = Math.floor(i / HALF) - 1
+  return ((i % HALF) + HALF) * 2 ** b
+}
+
+/** The width of bucket `i` in ticks. */
+const indexWidth = (i: number): number => (i < 2 * HALF ? 1 : 2 ** (Math.floor(i / HALF) - 1))
+/** The value reported for a bucket (HDR's highest equivalent value on a 1 µs grid), in ticks. */
+const reportedTicks = (i: number): number => indexTicks(i) + Math.max(0, indexWidth(i) - TICKS_PER_US)
+/** The value a bucket stands for in the mean (HDR's median equivalent value on a 1 µs grid), in ticks. */
+const medianTicks = (i: number): number =>
+  indexTicks(i) + TICKS_PER_US * Math.floor(indexWidth(i) / (2 * TICKS_PER_US))
+const MAX_INDEX = tickIndex(HIGHEST_TICKS)
+
+/** Ticks of a duration in µs, clamped to the range; `undefined` for negative or NaN. */
+function toTicks(us: number): number | undefined {
+  if (!(us >= 0)) return undefined
+  return us >= HISTOGRAM_HIGHEST_US ? HIGHEST_TICKS : Math.round(us * TICKS_PER_US)
+}
+
+/**
+ * A latency histogram in µs (see the module comment for the layout). The read side speaks
+ * hdr-histogram-js's names (`totalCount`, `getValueAtPercentile`, `maxValue`, …) with the same semantics.
+ *
+ * @example
+ * ```ts
+ * const h = newHistogram()
+ * h.recordValue(1500) // 1.5 ms
+ * h.getValueAtPercentile(99) // 1500
+ * ```
+ */
+export class LatencyHistogram {
+  /** Dense counts of buckets `offset .. offset + counts.length - 1`. */
+  #counts: Float64Array = EMPTY
+  #offset = 0
+  #lo = Infinity
+  #hi = -1
+  #total = 0
+
+  /** Records one value in µs (clamped to the range; negative and NaN values are ignored). */
+  recordValue(us: number): void {
+    this.recordValueWithCount(us, 1)
+  }
+
+  /** Records `count` copies of a value in µs. */
+  recordValueWithCount(us: number, count: number): void {
+    const u = toTicks(us)
+    if (u === undefined || !(count > 0)) return
+    this.addAtIndex(tickIndex(u), count)
+  }
+
+  /** Adds `count` to bucket `i` (the codec's and the merge's primitive). */
+  addAtIndex(i: number, count: number): void {
+    if (i < this.#offset || i >= this.#offset + this.#counts.length) this.#grow(i)
+    this.#counts[i - this.#offset]! += count
+    this.#total += count
+    if (i < this.#lo) this.#lo = i
+    if (i > this.#hi) this.#hi = i
+  }
+
+  #grow(i: number): void {
+    const lo = Math.min(i, this.#lo)
+    const hi = Math.max(i, this.#hi)
+    // Room on both sides: latencies drift, and a window that doubles keeps growth amortised.
+    const span = hi - lo + 1
+    const size = Math.min(MAX_INDEX + 1, Math.max(4096, 2 ** Math.ceil(Math.log2(span * 2))))
+    const offset = Math.max(0, Math.min(lo - Math.floor((size - span) / 2), MAX_INDEX + 1 - size))
+    const next = new Float64Array(size)
+    if (this.#hi >= 0)
+      next.set(this.#counts.subarray(this.#lo - this.#offset, this.#hi - this.#offset + 1), this.#lo - offset)
+    this.#counts = next
+    this.#offset = offset
+  }
+
+  /** Adds every count of `other` (the union of both sets of samples). */
+  add(other: LatencyHistogram): void {
+    other.forEachBucket((i, n) => this.addAtIndex(i, n))
+  }
+
+  /** Calls `fn` for each non-empty bucket, lowest first. */
+  forEachBucket(fn: (index: number, count: number) => void): void {
+    const c = this.#counts
+    for (let i = this.#lo; i <= this.#hi; i++) {
+      const n = c[i - this.#offset]!
+      if (n !== 0) fn(i, n)
+    }
+  }
+
+  /** Removes every count. */
+  reset(): void {
+    if (this.#hi >= 0) this.#counts.fill(0, this.#lo - this.#offset, this.#hi - this.#offset + 1)
+    this.#lo = Infinity
+    this.#hi = -1
+    this.#total = 0
+  }
+
+  get totalCount(): number {
+    return this.#total
+  }
+
+  /** The largest value, in µs (the highest value of its bucket on a 1 µs grid); 0 when empty. */
+  get maxValue(): number {
+    return this.#hi < 0 ? 0 : reportedTicks(this.#hi) / TICKS_PER_US
+  }
+
+  /** The lowest bucket's lowest value above zero, in µs; `Number.MAX_SAFE_INTEGER` when there is none. */
+  get minNonZeroValue(): number {
+    const c = this.#counts
+    for (let i = Math.max(1, this.#lo); i <= this.#hi; i++)
+      if (c[i - this.#offset]! !== 0) return indexTicks(i) / TICKS_PER_US
+    return Number.MAX_SAFE_INTEGER
+  }
+
+  /** The lowest value held, in µs (0 when zeros were recorded); 0 when empty. */
+  get minValue(): number {
+    return this.#hi < 0 ? 0 : indexTicks(this.#lo) / TICKS_PER_US
+  }
+
+  /** The mean in µs, each bucket standing for its middle; 0 when empty. */
+  get mean(): number {
+    if (this.#total === 0) return 0
+    let sum = 0
+    this.forEachBucket((i, n) => (sum += medianTicks(i) * n))
+    return sum / this.#total / TICKS_PER_US
+  }
+
+  /**
+   * The value at a percentile in µs, as hdr-histogram-js computes it: the bucket holding the
+   * ⌈p/100 · count⌉-th smallest sample (at least the first), reported at its highest value (its lowest
+   * for p = 0). Within 0.1% of the exact sample, above it.
+   */
+  getValueAtPercentile(percentile: number): number {
+    if (this.#total === 0) return 0
+    const fp = (Math.min(percentile, 100) / 100) * this.#total
+    const rank = Math.max(fp > 0 ? Math.ceil(fp - 2 ** (Math.floor(Math.log2(fp)) - 52)) : 0, 1)
+    const c = this.#counts
+    let seen = 0
+    for (let i = this.#lo; i <= this.#hi; i++) {
+      seen += c[i - this.#offset]!
+      if (seen >= rank) return (percentile === 0 ? indexTicks(i) : reportedTicks(i)) / TICKS_PER_US
+    }
+    return this.maxValue
+  }
+
+  /**
+   * Samples at or below `thresholdUs` (on a 1 µs grid: below ⌊threshold⌋ + 1 µs). Whole buckets below
+   * count fully; the bucket that straddles the limit counts in proportion to its part below (samples spread
+   * evenly inside a bucket), so the error is at most one bucket (≤ 0.1% of the value). Linear in the counts.
+   */
+  countAtOrBelow(thresholdUs: number): number {
+    if (this.#total === 0 || !(thresholdUs >= 0)) return 0
+    const limit = Math.min(HIGHEST_TICKS + 1, (Math.floor(thresholdUs) + 1) * TICKS_PER_US)
+    const c = this.#counts
+    let below = 0
+    for (let i = this.#lo; i <= this.#hi; i++) {
+      const n = c[i - this.#offset]!
+      if (n === 0) continue
+      const bottom = indexTicks(i)
+      if (bottom >= limit) break
+      const width = indexWidth(i)
+      below += bottom + width <= limit ? n : (n * (limit - bottom)) / width
+    }
+    return below
+  }
+
+  /** The lowest value in µs of the bucket that holds `us` (hdr-histogram-js's name). */
+  lowestEquivalentValue(us: number): number {
+    return indexTicks(tickIndex(toTicks(us) ?? 0)) / TICKS_PER_US
+  }
+
+  /** The highest value in µs of the bucket that holds `us`, to the tick (hdr-histogram-js's name). */
+  highestEquivalentValue(us: number): number {
+    const i = tickIndex(toTicks(us) ?? 0)
+    return (indexTicks(i) + indexWidth(i) - 1) / TICKS_PER_US
+  }
+
+  /** The encoded form (see {@link encodeHistogram}). */
+  encode(): string {
+    return encodeHistogram(this)
+  }
+}
+
+const EMPTY = new Float64Array(0)
+
+/** The in-memory histogram every part of tailguard uses. */
+export type Histogram = LatencyHistogram
+
+/**
+ * A new, empty latency histogram.
  *
  * @example
  * ```ts
@@ -18,72 +251,270 @@ export const HISTOGRAM_DIGITS = 3
  * ```
  */
 export function newHistogram(): Histogram {
-  return build({
-    lowestDiscernibleValue: HISTOGRAM_LOWEST_US,
-    highestTrackableValue: HISTOGRAM_HIGHEST_US,
-    numberOfSignificantValueDigits: HISTOGRAM_DIGITS,
-    bitBucketSize: 32,
-    autoResize: false,
-    useWebAssembly: false,
-  })
+  return new LatencyHistogram()
 }
 
 /**
- * Clamps a duration in µs into the trackable range and rounds it to an integer.
- * Returns `undefined` for values that must not be recorded (negative, NaN): callers count those as dropped.
+ * Clamps a duration in µs into the trackable range. Returns `undefined` for values that must not be
+ * recorded (negative, NaN): callers count those as dropped. Fractions of a µs are kept (to 1/1024 µs).
  *
- * @example toRecordableUs(12.6) // 13
+ * @example toRecordableUs(12.6) // 12.6
  */
 export function toRecordableUs(us: number): number | undefined {
   if (!(us >= 0)) return undefined
-  if (us > HISTOGRAM_HIGHEST_US) return HISTOGRAM_HIGHEST_US
-  return Math.round(us)
+  return us > HISTOGRAM_HIGHEST_US ? HISTOGRAM_HIGHEST_US : us
+}
+
+// ---- The encoded form ----
+
+/** The prefix of tailguard's sparse encoding (version 1: ticks of 1/1024 µs, 1024 sub-buckets). */
+export const SPARSE_PREFIX = 'tgh1.'
+
+function putVarint(out: number[], v: number): void {
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80)
+    v = Math.floor(v / 0x80)
+  }
+  out.push(v)
 }
 
 /**
- * Encodes a histogram in the standard HdrHistogram compressed base64 form ("HISTFAAA…"), which
- * HdrHistogram libraries in other languages read too.
+ * Encodes a histogram: `tgh1.` then base64 of varints: the number of non-empty buckets, then per bucket
+ * (lowest first) the gap to the previous index (the first: its index) and the count. Canonical: the same
+ * counts always give the same string.
  *
- * @example const wire = encodeHistogram(h)
+ * @example const wire = encodeHistogram(h) // 'tgh1.Aq…'
  */
-export const encodeHistogram = (h: Histogram): string => encodeIntoCompressedBase64(h)
+export function encodeHistogram(h: Histogram): string {
+  const indexes: number[] = []
+  const counts: number[] = []
+  h.forEachBucket((i, n) => {
+    indexes.push(i)
+    counts.push(n)
+  })
+  return encodeBuckets(indexes.length, indexes, counts)
+}
 
 /**
- * Decodes {@link encodeHistogram}'s output. Throws on input that is not a valid encoded histogram;
- * callers at the edge validate with {@link tryDecodeHistogram}.
+ * Encodes `n` non-empty buckets given as parallel arrays, indexes strictly increasing (the agent's
+ * recorder encodes its sparse counts with this, without building a histogram).
+ *
+ * @example encodeBuckets(2, [2048, 2050], [3, 1]) // 'tgh1.…'
+ */
+export function encodeBuckets(n: number, indexes: ArrayLike<number>, counts: ArrayLike<number>): string {
+  const out: number[] = []
+  putVarint(out, n)
+  let prev = -1
+  for (let k = 0; k < n; k++) {
+    putVarint(out, indexes[k]! - prev - 1)
+    putVarint(out, counts[k]!)
+    prev = indexes[k]!
+  }
+  return SPARSE_PREFIX + Buffer.from(out).toString('base64')
+}
+
+/** What {@link inspectHistogram} finds in an encoded histogram without building one. */
+export type HistogramCheck =
+  | { readonly ok: true; readonly totalCount: number; readonly maxUs: number; readonly buckets: number }
+  | { readonly ok: false; readonly error: string }
+
+/**
+ * Reads an encoded histogram (either encoding) bucket by bucket, calling `sink(index, count)` in our
+ * layout, and returns the totals. Never throws: a malformed input is an `{ ok: false }` with the reason.
+ * With no sink, this is ingest's validation: headers, bounds and counts are checked, nothing is built.
+ * HdrHistogram headers must meet `hdrLimits` (default {@link HISTOGRAM_HEADER_LIMITS}, ingest's).
+ *
+ * @example inspectHistogram(wire) // { ok: true, totalCount: 500, maxUs: 41_983, buckets: 371 }
+ */
+export function inspectHistogram(
+  encoded: string,
+  sink?: (index: number, count: number) => void,
+  hdrLimits: HistogramHeaderLimits = HISTOGRAM_HEADER_LIMITS,
+): HistogramCheck {
+  try {
+    return encoded.startsWith(SPARSE_PREFIX) ? readSparse(encoded, sink) : readHdr(encoded, hdrLimits, sink)
+  } catch (err) {
+    return { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
+  }
+}
+
+function readSparse(encoded: string, sink?: (index: number, count: number) => void): HistogramCheck {
+  const bytes = Buffer.from(encoded.slice(SPARSE_PREFIX.length), 'base64')
+  let pos = 0
+  const varint = (): number => {
+    let v = 0
+    let scale = 1
+    for (;;) {
+      if (pos >= bytes.length) throw new Error('truncated')
+      const b = bytes[pos++]!
+      v += (b & 0x7f) * scale
+      if (b < 0x80) return v
+      scale *= 0x80
+      if (scale > 2 ** 56) throw new Error('varint too long')
+    }
+  }
+  const n = varint()
+  if (n > MAX_INDEX + 1)
+    return { ok: false, error: `histogram claims ${n} buckets, at most ${MAX_INDEX + 1}` }
+  let index = -1
+  let total = 0
+  for (let k = 0; k < n; k++) {
+    index += varint() + 1
+    const count = varint()
+    if (index > MAX_INDEX) return { ok: false, error: 'histogram holds values above 30 days' }
+    if (count === 0) return { ok: false, error: `histogram bucket ${index} has count 0` }
+    total += count
+    if (sink) sink(index, count)
+  }
+  if (pos !== bytes.length) return { ok: false, error: 'trailing bytes after the last bucket' }
+  if (!Number.isSafeInteger(total)) return { ok: false, error: 'histogram counts overflow' }
+  return { ok: true, totalCount: total, maxUs: n === 0 ? 0 : reportedTicks(index) / TICKS_PER_US, buckets: n }
+}
+
+/**
+ * The HdrHistogram V2 compressed base64 form ("HISTFAAA…") that agents before issue #12 send and rows
+ * written before it hold: a cookie, zlib-deflated header, and ZigZag LEB128 counts (negative: a run of
+ * empty buckets). The header is checked first ({@link checkHistogramHeader} with
+ * {@link HISTOGRAM_HEADER_LIMITS}), then the counts are read straight into our layout: at 3 digits and a
+ * 1 µs unit every HDR bucket maps to one of ours exactly (see the module comment).
+ */
+function readHdr(
+  encoded: string,
+  limits: HistogramHeaderLimits,
+  sink?: (index: number, count: number) => void,
+): HistogramCheck {
+  const checked = checkHistogramHeader(encoded, limits)
+  if (!checked.ok) return checked
+  const data = checked.decoded
+  const payload = checked.header.payloadBytes
+  const digits = checked.header.digits
+  const lowest = checked.header.lowest
+  const unitMagnitude = Math.floor(Math.log2(lowest))
+  const halfMagnitude = Math.max(Math.ceil(Math.log2(2 * 10 ** digits)), 1) - 1
+  const half = 2 ** halfMagnitude
+  const mapped = hdrMap(unitMagnitude, halfMagnitude)
+  let pos = 40
+  const end = 40 + payload
+  let hdrIndex = 0
+  let total = 0
+  let maxIndex = -1
+  let buckets = 0
+  while (pos < end) {
+    let v = 0
+    let scale = 1
+    for (let k = 0; ; k++) {
+      if (pos >= end || k > 8) throw new Error('bad varint in HdrHistogram payload')
+      const b = data[pos++]!
+      v += (b & 0x7f) * scale
+      if (b < 0x80) break
+      scale *= 0x80
+    }
+    const count = v % 2 === 0 ? v / 2 : -(v + 1) / 2
+    if (count < 0) {
+      hdrIndex += -count
+      continue
+    }
+    if (count > 0) {
+      let index = hdrIndex < mapped.length ? mapped[hdrIndex]! : -1
+      if (index < 0) {
+        const bucket = (hdrIndex >> halfMagnitude) - 1
+        let sub = (hdrIndex & (half - 1)) + half
+        let b = bucket
+        if (b < 0) {
+          sub -= half
+          b = 0
+        }
+        const valueUs = sub * 2 ** (b + unitMagnitude)
+        if (valueUs > HISTOGRAM_HIGHEST_US)
+          return { ok: false, error: 'histogram holds values above 30 days' }
+        index = tickIndex(valueUs * TICKS_PER_US)
+      }
+      total += count
+      buckets++
+      if (index > maxIndex) maxIndex = index
+      if (sink) sink(index, count)
+    }
+    hdrIndex++
+  }
+  if (!Number.isSafeInteger(total)) return { ok: false, error: 'histogram counts overflow' }
+  return {
+    ok: true,
+    totalCount: total,
+    maxUs: maxIndex < 0 ? 0 : reportedTicks(maxIndex) / TICKS_PER_US,
+    buckets,
+  }
+}
+
+const HDR_MAPS = new Map<string, Int32Array>()
+
+/** HDR counts index → our index, for the common HDR layouts up to 1 h (cached per layout). */
+function hdrMap(unitMagnitude: number, halfMagnitude: number): Int32Array {
+  const key = `${unitMagnitude}/${halfMagnitude}`
+  let map = HDR_MAPS.get(key)
+  if (map) return map
+  const half = 2 ** halfMagnitude
+  const length = Math.max(0, 33 - unitMagnitude - halfMagnitude) * half
+  map = new Int32Array(length)
+  for (let i = 0; i < length; i++) {
+    let b = (i >> halfMagnitude) - 1
+    let sub = (i & (half - 1)) + half
+    if (b < 0) {
+      sub -= half
+      b = 0
+    }
+    const valueUs = sub * 2 ** (b + unitMagnitude)
+    map[i] = valueUs > HISTOGRAM_HIGHEST_US ? -1 : tickIndex(valueUs * TICKS_PER_US)
+  }
+  HDR_MAPS.set(key, map)
+  return map
+}
+
+/**
+ * Decodes either encoding (tgh1 or HdrHistogram compressed base64) into a new histogram. Throws on invalid
+ * input; callers at the edge use {@link tryDecodeHistogram} or {@link inspectHistogram}.
  *
  * @example const h = decodeHistogram(wire)
  */
 export function decodeHistogram(encoded: string): Histogram {
-  const decoded = decodeFromCompressedBase64(encoded, 32, false)
-  // Re-home into our configuration so merges never change precision or range.
   const h = newHistogram()
-  h.add(decoded)
+  addEncoded(h, encoded)
   return h
 }
 
-/** Like {@link decodeHistogram} but returns an error message instead of throwing. */
+/** Like {@link decodeHistogram} but returns an error message instead of throwing. @example tryDecodeHistogram(wire).ok */
 export function tryDecodeHistogram(
   encoded: string,
 ): { ok: true; histogram: Histogram } | { ok: false; error: string } {
-  try {
-    const decoded = decodeFromCompressedBase64(encoded, 32, false)
-    if (decoded.numberOfSignificantValueDigits < HISTOGRAM_DIGITS)
-      return {
-        ok: false,
-        error: `histogram has ${decoded.numberOfSignificantValueDigits} significant digits, need ${HISTOGRAM_DIGITS}`,
-      }
-    if (decoded.maxValue > HISTOGRAM_HIGHEST_US)
-      return { ok: false, error: 'histogram holds values above 1 h' }
-    const h = newHistogram()
-    h.add(decoded)
-    return { ok: true, histogram: h }
-  } catch (err) {
-    return {
-      ok: false,
-      error: `not a valid HdrHistogram compressed base64 encoding (${(err as Error).message})`,
-    }
-  }
+  const h = newHistogram()
+  const check = inspectHistogram(encoded, (i, n) => h.addAtIndex(i, n))
+  return check.ok ? { ok: true, histogram: h } : check
+}
+
+/**
+ * Adds an encoded histogram (either encoding) into `target`, bucket by bucket: the merge loop of storage
+ * queries and compaction. Throws on invalid input like {@link decodeHistogram}.
+ *
+ * @example
+ * ```ts
+ * const total = newHistogram()
+ * for (const row of rows) addEncoded(total, row.histogram)
+ * ```
+ */
+export function addEncoded(target: Histogram, encoded: string): void {
+  const check = inspectHistogram(encoded, (i, n) => target.addAtIndex(i, n), STORED_HEADER_LIMITS)
+  if (!check.ok) throw new Error(check.error)
+}
+
+/**
+ * Merges histograms into a new one; the inputs are left unchanged. Percentiles of the result are those
+ * of the union of the samples (never an average of percentiles).
+ *
+ * @example const all = mergeHistograms([a, b])
+ */
+export function mergeHistograms(parts: Iterable<Histogram>): Histogram {
+  const out = newHistogram()
+  for (const p of parts) out.add(p)
+  return out
 }
 
 /** Summary statistics of a latency histogram, in milliseconds as floats (the API's unit). */
@@ -108,43 +539,31 @@ export function summarizeMs(h: Histogram | null | undefined, quantiles: readonly
     q[key] = h && count > 0 ? h.getValueAtPercentile(Number(key) * 100) / 1000 : null
   }
   if (!h || count === 0) return { count: 0, min: null, max: null, mean: null, quantiles: q }
-  return {
-    count,
-    min: h.minNonZeroValue === Number.MAX_SAFE_INTEGER ? 0 : lowestOf(h) / 1000,
-    max: h.maxValue / 1000,
-    mean: h.mean / 1000,
-    quantiles: q,
-  }
+  return { count, min: h.minValue / 1000, max: h.maxValue / 1000, mean: h.mean / 1000, quantiles: q }
 }
 
-function lowestOf(h: Histogram): number {
-  // minNonZeroValue ignores recorded zeros; a histogram holding zeros has min 0.
-  return h.getValueAtPercentile(0) === 0 ? 0 : h.minNonZeroValue
-}
+/** The highest value of the HdrHistogram configuration agents used before the sparse encoding (1 h). */
+const LEGACY_HIGHEST_US = 3_600_000_000
 
 /**
- * Merges histograms into a new one; the inputs are left unchanged. Percentiles of the result are those
- * of the union of the samples (never an average of percentiles).
+ * The standard HdrHistogram compressed base64 form of an encoded histogram (1 µs unit, 3 digits), for
+ * tools outside tailguard and the benchmark's pre-#12 baseline, in the configuration agents used before
+ * (1 µs to 1 h): sub-µs detail is rounded to HDR's buckets and values past 1 h are clamped to 1 h.
  *
- * @example const all = mergeHistograms([a, b])
+ * @example toHdrEncoding(row.histogram) // 'HISTFAAA…'
  */
-export function mergeHistograms(parts: Iterable<Histogram>): Histogram {
-  const out = newHistogram()
-  for (const p of parts) out.add(p)
-  return out
-}
-
-/**
- * Adds an encoded histogram into `target` without the intermediate copy {@link decodeHistogram} makes: the
- * merge loop of storage queries. Same counts as `target.add(decodeHistogram(encoded))`, since `target` is
- * in tailguard's configuration either way. Throws on invalid input like {@link decodeHistogram}.
- *
- * @example
- * ```ts
- * const total = newHistogram()
- * for (const row of rows) addEncoded(total, row.histogram)
- * ```
- */
-export function addEncoded(target: Histogram, encoded: string): void {
-  target.add(decodeFromCompressedBase64(encoded, 32, false))
+export async function toHdrEncoding(encoded: string): Promise<string> {
+  const { build, encodeIntoCompressedBase64 } = await import('hdr-histogram-js')
+  const hdr = build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: LEGACY_HIGHEST_US,
+    numberOfSignificantValueDigits: 3,
+    bitBucketSize: 'packed',
+    autoResize: false,
+    useWebAssembly: false,
+  })
+  decodeHistogram(encoded).forEachBucket((i, n) =>
+    hdr.recordValueWithCount(Math.min(LEGACY_HIGHEST_US, Math.floor(indexTicks(i) / TICKS_PER_US)), n),
+  )
+  return encodeIntoCompressedBase64(hdr)
 }

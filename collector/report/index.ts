@@ -14,14 +14,20 @@ export {
   encodeHistogram,
   decodeHistogram,
   tryDecodeHistogram,
+  inspectHistogram,
+  encodeBuckets,
+  tickIndex,
+  TICKS_PER_US,
+  HISTOGRAM_RELATIVE_ERROR,
   mergeHistograms,
   summarizeMs,
   toRecordableUs,
   HISTOGRAM_HIGHEST_US,
   HISTOGRAM_LOWEST_US,
   HISTOGRAM_DIGITS,
+  HISTOGRAM_HEADER_LIMITS,
 } from './histogram.js'
-export type { Histogram, LatencySummaryMs } from './histogram.js'
+export type { Histogram, LatencySummaryMs, HistogramCheck } from './histogram.js'
 export {
   IntervalReportSchema,
   ReportSeriesSchema,
@@ -33,8 +39,31 @@ export {
   GpuStatSchema,
   GpuEventSchema,
   GpuProcessSchema,
+  SIGNAL_GAUGES,
+  SIGNAL_COUNTERS,
+  SeriesSignalsSchema,
+  ClassSignalsSchema,
+  BucketHistogramSchema,
+  MAX_BUCKET_BOUNDS,
+  bucketHistogramProblem,
+  REPORT_LIMITS,
 } from './schema.js'
+export {
+  strictValidator,
+  strictBodyCompiler,
+  isWellFormedUnicode,
+  toWellFormedUnicode,
+  firstIllFormedString,
+} from './validate.js'
+export type { ValidationProblem } from './validate.js'
+export { checkHistogramHeader } from './histogram-header.js'
+export type { HistogramHeader, HistogramHeaderLimits } from './histogram-header.js'
 export type {
+  SignalGauge,
+  SignalCounter,
+  SeriesSignals,
+  ClassSignals,
+  BucketHistogram,
   IntervalReport,
   ReportSeries,
   ReportAck,
@@ -44,3 +73,5 @@ export type {
   GpuProcess,
   GpuReportItem,
 } from './schema.js'
+export { mergeBuckets, bucketQuantileMs, layoutKey } from './buckets.js'
+export type { BucketCounts, MergedBuckets } from './buckets.js'

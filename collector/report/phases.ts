@@ -2,7 +2,9 @@
  * The phase model: where the time of one inference request goes.
  *
  * `total` is the whole request as the server saw it. The LLM phases (`prefill`, `decode`) sit beside the
- * classic ones; a request records only the phases it went through.
+ * classic ones; a request records only the phases it went through. `routing` is the time a gateway or router
+ * spends choosing a replica before the request reaches it; `retrieval` is feature lookup or RAG retrieval
+ * before the model runs, so an end-to-end latency budget can be accounted for phase by phase.
  *
  * @example
  * ```ts
@@ -11,9 +13,11 @@
  * ```
  */
 export const PHASES = [
+  'routing',
   'network',
   'serialization',
   'queue',
+  'retrieval',
   'preprocess',
   'h2d',
   'kernel',

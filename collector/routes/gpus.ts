@@ -323,7 +323,7 @@ export const gpuRoutes: FastifyPluginAsync = async (fastify) => {
       const q = req.query
       const field = parseGpuField(q.field)
       const range = parseRange(q.from, q.to, app.clock(), 3600_000)
-      const stepMs = resolveStepMs(q.step, range)
+      const stepMs = resolveStepMs(q.step, range, app.store.rollupStepsMs)
       const series = await app.store.gpuSeries(selectorOf(q), range, field, stepMs)
       return {
         from: iso(range.fromMs),

@@ -4,18 +4,25 @@ import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import { METRICS, PHASES, isMetric, summarizeMs } from '../report/index.js'
 import type { Metric } from '../report/index.js'
-import type { Selector } from '../store/types.js'
-import { BadRequest } from '../errors.js'
+import type { Selector, Store } from '../store/types.js'
+import { BadRequest, SeriesNotFound } from '../errors.js'
+import { didYouMean } from './closest.js'
 import { isoTime, parseRange, resolveStepMs } from '../time.js'
 
 const DEFAULT_QUANTILES = ['0.5', '0.9', '0.99', '0.999']
+/** The label value agents give overflow series (agent/recorder.ts OVERFLOW_LABEL; docs/limits.md). */
+const OVERFLOW_LABEL = '__overflow__'
 
-const SelectorQuery = {
+/** The label filters a series query takes (`?service=&model=&version=&replica=&node=`). */
+export const LabelQuery = {
   service: Type.Optional(Type.String({ maxLength: 256 })),
   model: Type.Optional(Type.String({ maxLength: 256 })),
   version: Type.Optional(Type.String({ maxLength: 256 })),
   replica: Type.Optional(Type.String({ maxLength: 256 })),
   node: Type.Optional(Type.String({ maxLength: 256 })),
+}
+const SelectorQuery = {
+  ...LabelQuery,
   from: Type.Optional(
     Type.String({ maxLength: 64, description: 'ISO time, now, relative (-1h) or epoch ms; default -5m' }),
   ),
@@ -41,7 +48,11 @@ const TimeseriesQuery = Type.Object(
     ...SelectorQuery,
     phase: Type.Optional(Type.String({ maxLength: 32 })),
     step: Type.Optional(
-      Type.String({ maxLength: 16, description: 'bucket width: 10s, 1m, 1h…; default fits ~60 points' }),
+      Type.String({
+        maxLength: 16,
+        description:
+          'bucket width: 10s, 1m, 1h…; default: about 60 points, rounded up to a step aligned with the rollup levels (the answer states stepMs)',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -101,6 +112,12 @@ const ServicesResponse = Type.Object({
       node: Type.String(),
       firstSeen: Type.String(),
       lastSeen: Type.String(),
+      overflow: Type.Optional(
+        Type.Boolean({
+          description:
+            'true for an overflow series: label sets an agent folded past its cardinality limits (a label is __overflow__)',
+        }),
+      ),
     }),
   ),
 })
@@ -127,7 +144,12 @@ function parseMetric(text: string | undefined): Metric {
   return text
 }
 
-function selectorOf(q: {
+/**
+ * The label selector of a query string: empty values mean "any".
+ *
+ * @example selectorOf({ service: 'chat', replica: '' }) // { service: 'chat' }
+ */
+export function selectorOf(q: {
   service?: string
   model?: string
   version?: string
@@ -144,6 +166,18 @@ function selectorOf(q: {
 }
 
 const iso = isoTime
+
+/**
+ * An empty answer for a `service` that has never reported, while others have, is a typo, not a quiet hour: 404
+ * with the closest names. Asked only when a query came back empty, so answers with data cost nothing more.
+ */
+async function assertServiceReported(store: Store, service: string | undefined): Promise<void> {
+  if (!service) return
+  const known = [...new Set((await store.services()).map((s) => s.service))]
+  // Nothing has reported yet (a fresh start): nothing to compare against, so an empty answer, not a 404.
+  if (known.length === 0 || known.includes(service)) return
+  throw new SeriesNotFound(`service: no series named '${service}' has reported${didYouMean(service, known)}`)
+}
 
 /** The query API (read scope): latency, breakdown, timeseries, services. All durations in ms as floats. */
 export const queryRoutes: FastifyPluginAsync = async (fastify) => {
@@ -165,6 +199,7 @@ export const queryRoutes: FastifyPluginAsync = async (fastify) => {
       const quantiles = parseQuantiles(q.quantiles)
       const range = parseRange(q.from, q.to, app.clock())
       const hs = await app.store.histograms(selectorOf(q), range, [metric])
+      if (!hs.get(metric)?.totalCount) await assertServiceReported(app.store, q.service)
       return {
         ...summarizeMs(hs.get(metric), quantiles),
         phase: metric,
@@ -193,6 +228,8 @@ export const queryRoutes: FastifyPluginAsync = async (fastify) => {
         app.store.histograms(selector, range, METRICS),
         app.store.counts(selector, range),
       ])
+      if (!hs.get('total')?.totalCount && counts.ok + counts.error + counts.shed === 0)
+        await assertServiceReported(app.store, q.service)
       const total = hs.get('total')
       const totalTime = total ? total.mean * total.totalCount : 0
       const phases = METRICS.filter((m) => m !== 'total' && hs.has(m)).map((m) => {
@@ -229,8 +266,9 @@ export const queryRoutes: FastifyPluginAsync = async (fastify) => {
       const metric = parseMetric(q.phase)
       const quantiles = parseQuantiles(q.quantiles)
       const range = parseRange(q.from, q.to, app.clock())
-      const stepMs = resolveStepMs(q.step, range)
+      const stepMs = resolveStepMs(q.step, range, app.store.rollupStepsMs)
       const series = await app.store.timeseries(selectorOf(q), range, metric, stepMs)
+      if (series.length === 0) await assertServiceReported(app.store, q.service)
       return {
         from: iso(range.fromMs),
         to: iso(range.toMs),
@@ -270,6 +308,9 @@ export const queryRoutes: FastifyPluginAsync = async (fastify) => {
           node: s.node,
           firstSeen: iso(s.firstSeenMs),
           lastSeen: iso(s.lastSeenMs),
+          ...([s.model, s.version, s.replica, s.node, s.service].includes(OVERFLOW_LABEL)
+            ? { overflow: true }
+            : {}),
         })),
       }
     },

@@ -2,14 +2,18 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Counter, Histogram as PromHistogram } from 'prom-client'
 import { IntervalReportSchema, ReportAckSchema } from '../report/index.js'
-import { BadRequest, StoreUnavailable, TailguardError } from '../errors.js'
+import { strictBodyCompiler } from '../report/validate.js'
+import { BadRequest, ReportUnprocessable, StoreUnavailable, TailguardError } from '../errors.js'
+import { isStoreUnavailable } from '../store/failure.js'
 import { PROM_INGEST_DURATION, PROM_REPORTS_INGESTED } from '../semconv.js'
 
 const MAX_FUTURE_MS = 10 * 60_000
 
 /**
- * `POST /api/v1/reports` (agent scope): validates an interval report and stores it durably before it answers.
- * A retry of a stored report answers `duplicate` and counts nothing twice.
+ * `POST /api/v1/reports` (agent scope): validates an interval report strictly (no coercion, finite numbers,
+ * safe integers, well-formed Unicode) and stores it durably before it answers. A retry of a stored report
+ * answers `duplicate` and counts nothing twice. A bad report gets a final 4xx (400, 413, or 422 when the
+ * database refused its data); 503 means only that the database is unavailable, so agents retry just that.
  */
 export const reportRoutes: FastifyPluginAsync<{ bodyLimit: number }> = async (fastify, opts) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -31,6 +35,7 @@ export const reportRoutes: FastifyPluginAsync<{ bodyLimit: number }> = async (fa
     {
       bodyLimit: opts.bodyLimit,
       config: { scope: 'agent' },
+      validatorCompiler: strictBodyCompiler,
       schema: {
         summary: 'Store one interval report from an agent',
         body: IntervalReportSchema,
@@ -46,7 +51,7 @@ export const reportRoutes: FastifyPluginAsync<{ bodyLimit: number }> = async (fa
         )
       if (r.intervalStartMs > now + MAX_FUTURE_MS)
         throw new BadRequest(
-          `intervalStartMs ${new Date(r.intervalStartMs).toISOString()} is more than 10 minutes ahead of the collector's clock; check the agent's clock`,
+          `intervalStartMs ${r.intervalStartMs} is more than 10 minutes ahead of the collector's clock; check the agent's clock`,
         )
       const stop = ingestSeconds.startTimer()
       try {
@@ -58,9 +63,20 @@ export const reportRoutes: FastifyPluginAsync<{ bodyLimit: number }> = async (fa
           reports.inc({ outcome: 'rejected' })
           throw err
         }
-        reports.inc({ outcome: 'store_error' })
-        req.log.error({ err }, 'storing a report failed')
-        throw new StoreUnavailable('the store could not save the report; retry later')
+        // Only a database that cannot take writes is worth a retry; anything else would fail again.
+        if (isStoreUnavailable(err) || !(await app.store.ping().catch(() => false))) {
+          reports.inc({ outcome: 'store_error' })
+          req.log.error({ err }, 'storing a report failed: the store is unavailable')
+          throw new StoreUnavailable('the store could not save the report; retry later')
+        }
+        reports.inc({ outcome: 'unprocessable' })
+        req.log.error(
+          { err, agent: r.agent.id, seq: r.seq },
+          'storing a report failed though the store answers: refused as unprocessable',
+        )
+        throw new ReportUnprocessable(
+          `the store refused this report (${(err as Error).message?.slice(0, 200) ?? 'unknown error'}); it will not be accepted on retry`,
+        )
       } finally {
         stop()
       }

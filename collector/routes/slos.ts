@@ -3,8 +3,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { Gauge } from 'prom-client'
 import { BadRequest, SilenceNotFound, SloConflict, SloInvalid, SloNotFound } from '../errors.js'
-import { parseDurationMs, parseTimeMs } from '../time.js'
+import { MAX_TIME_MS, parseDurationMs, parseTimeMs } from '../time.js'
 import { sloToRaw, windowText } from '../slo/definition.js'
+import { tidyBudget, withoutFloatNoise } from '../slo/math.js'
 import type { SloDefinition } from '../slo/definition.js'
 import { fieldText, formatProblems, parseSloText } from '../slo/loader.js'
 import type { SloEngine, SloEvaluation } from '../slo/engine.js'
@@ -150,11 +151,13 @@ function statusOf(slo: SloDefinition, source: string, e: SloEvaluation | undefin
     budgeting: slo.budgeting.kind,
     thresholdMs: slo.sli.kind === 'latency' ? slo.sli.thresholdMs : null,
     phase: slo.sli.kind === 'latency' ? slo.sli.metric : null,
-    sli: e?.sli ?? null,
-    budgetRemaining: e && e.total > 0 ? e.budget.remainingRatio : null,
+    sli: e && e.sli !== null ? withoutFloatNoise(e.sli) : null,
+    budgetRemaining: e && e.total > 0 ? withoutFloatNoise(e.budget.remainingRatio) : null,
     events: { good: e?.good ?? 0, total: e?.total ?? 0 },
-    errorBudget: e && e.total > 0 ? { ...e.budget } : null,
-    burnRates: { ...(e?.burnRates ?? {}) },
+    errorBudget: e && e.total > 0 ? tidyBudget(e.budget) : null,
+    burnRates: Object.fromEntries(
+      Object.entries(e?.burnRates ?? {}).map(([w, r]) => [w, withoutFloatNoise(r)]),
+    ),
     forecast: !e
       ? { state: 'unknown', exhaustedAt: null }
       : { state: e.forecast.kind, exhaustedAt: e.forecast.kind === 'at' ? iso(e.forecast.atMs) : null },
@@ -164,8 +167,8 @@ function statusOf(slo: SloDefinition, source: string, e: SloEvaluation | undefin
       factor: t.factor,
       longWindow: t.longWindow,
       shortWindow: t.shortWindow,
-      longBurnRate: t.longBurnRate,
-      shortBurnRate: t.shortBurnRate,
+      longBurnRate: withoutFloatNoise(t.longBurnRate),
+      shortBurnRate: withoutFloatNoise(t.shortBurnRate),
       condition: t.condition,
       state: t.state,
       firedAt: iso(t.firedAtMs),
@@ -479,8 +482,12 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
         else if (b.duration !== undefined) {
           const d = parseDurationMs(b.duration)
           if (d === undefined || d <= 0)
-            throw new BadRequest(`duration: expected a duration like 2h, got '${b.duration}'`)
+            throw new BadRequest(
+              `duration: expected a duration like 2h of at most 100 years, got '${b.duration.slice(0, 40)}'`,
+            )
           endsAtMs = startsAtMs + d
+          if (endsAtMs > MAX_TIME_MS)
+            throw new BadRequest('duration: the silence would end past the largest date')
         } else throw new BadRequest('endsAt: give endsAt or duration')
         if (!(endsAtMs > startsAtMs)) throw new BadRequest('endsAt: must be after startsAt')
         const s = await engine.createSilence({
@@ -519,8 +526,12 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
         else if (b.duration !== undefined) {
           const d = parseDurationMs(b.duration)
           if (d === undefined || d <= 0)
-            throw new BadRequest(`duration: expected a duration like 2h, got '${b.duration}'`)
+            throw new BadRequest(
+              `duration: expected a duration like 2h of at most 100 years, got '${b.duration.slice(0, 40)}'`,
+            )
           endsAtMs = startsAtMs + d
+          if (endsAtMs > MAX_TIME_MS)
+            throw new BadRequest('duration: the silence would end past the largest date')
         }
         if (!(endsAtMs > startsAtMs)) throw new BadRequest('endsAt: must be after startsAt')
         const s = await engine.updateSilence(req.params.id, {

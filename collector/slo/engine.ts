@@ -9,7 +9,7 @@ import type { Kysely } from 'kysely'
 import { matchSilence } from './alerts.js'
 import type { AlertRecord, AlertState, Silence, SilenceMatchers } from './alerts.js'
 import { sloToRaw, validateSlo, windowLengthMs, windowStartMs, windowText } from './definition.js'
-import type { FieldProblem, SloDefinition } from './definition.js'
+import type { FieldProblem, SloDefinition, SloSelector } from './definition.js'
 import { stepAlert } from './alerts.js'
 import { formatProblems, loadSloFiles } from './loader.js'
 import type { SloLoadResult } from './loader.js'
@@ -45,6 +45,28 @@ export interface SloEngineOptions {
   readonly settleMs?: number
   /** SLOs whose data is read at once; default 16. */
   readonly concurrency?: number
+  /**
+   * Most series one SLO's selector may match (default {@link DEFAULT_MAX_SERIES_PER_SLO}): an API SLO over it
+   * is refused when it is defined, and any SLO over it (a file SLO, or one whose series grew) is not evaluated
+   * and reported as failed with the reason, so one broad selector cannot make a cycle unbounded.
+   */
+  readonly maxSeriesPerSlo?: number
+}
+
+/** Default of {@link SloEngineOptions.maxSeriesPerSlo}. @example createSloEngine({ source, db, maxSeriesPerSlo: DEFAULT_MAX_SERIES_PER_SLO }) */
+export const DEFAULT_MAX_SERIES_PER_SLO = 1000
+
+/** The series list a source may offer (the collector's Store does), to bound the cost of a selector. */
+type SeriesLister = {
+  services(): Promise<ReadonlyArray<{ service: string; model: string; version: string }>>
+}
+
+function matches(sel: SloSelector, s: { service: string; model: string; version: string }): boolean {
+  return (
+    (sel.service === undefined || sel.service === s.service) &&
+    (sel.model === undefined || sel.model === s.model) &&
+    (sel.version === undefined || sel.version === s.version)
+  )
 }
 
 /** One tier's view at the last evaluation. */
@@ -94,25 +116,27 @@ export interface CycleResult {
 const quiet: SloLogger = { info() {}, warn() {}, error() {} }
 
 /**
- * A window length as the API names it: `5m`, `1h`, `3d`, `90s`, and for scaled windows `5h36m`.
+ * A window length as the API names it: `5m`, `1h`, `3d`, `1.5m`, and for scaled windows `5.6h` or `2.8d`.
  *
  * @example durationText(3_600_000) // '1h'
  */
 export function durationText(ms: number): string {
-  // Largest units first, so a scaled window reads as 5h36m rather than 336m.
-  const parts: string[] = []
-  let rest = Math.round(ms / 1000)
-  for (const [unit, seconds] of [
+  // What people say: the largest unit that is at least 1, to two significant digits, so a scaled window reads
+  // `2.8d` or `22h` rather than `2d19h12m` or `22h24m`.
+  const seconds = Math.abs(ms) / 1000
+  for (const [unit, size] of [
     ['d', 86_400],
     ['h', 3_600],
     ['m', 60],
     ['s', 1],
   ] as const) {
-    const n = Math.floor(rest / seconds)
-    if (n > 0) parts.push(`${n}${unit}`)
-    rest -= n * seconds
+    const n = seconds / size
+    if (n < 1 && unit !== 's') continue
+    if (n === 0) return '0s'
+    const rounded = n >= 10 ? Math.round(n) : Math.round(n * 10) / 10
+    return `${ms < 0 ? '-' : ''}${rounded}${unit}`
   }
-  return parts.length > 0 ? parts.join('') : '0s'
+  return '0s'
 }
 
 const seriesKeyOf = (s: SloDefinition) => JSON.stringify([s.selector, s.sli, s.budgeting])
@@ -279,14 +303,43 @@ export function createSloEngine(opts: SloEngineOptions) {
     }
   }
 
+  const maxSeries = opts.maxSeriesPerSlo ?? DEFAULT_MAX_SERIES_PER_SLO
+  const warnedBroad = new Set<string>()
+  /** Counts the series each selector matches, when the source can list them (null: it cannot). */
+  async function seriesCounter(): Promise<((sel: SloSelector) => number) | null> {
+    const lister = opts.source as Partial<SeriesLister>
+    if (typeof lister.services !== 'function') return null
+    const all = await lister.services()
+    return (sel) => {
+      let n = 0
+      for (const x of all) if (matches(sel, x)) n++
+      return n
+    }
+  }
+  const broadMessage = (n: number) =>
+    `selector matches ${n} series, more than the limit of ${maxSeries} (collector.sloMaxSeries); narrow it (service, model, version)`
+
   async function evaluateCycle(nowMs: number): Promise<CycleResult> {
     await refreshApiSlos()
-    const defs = definitions()
+    const count = await seriesCounter()
+    const failed: Array<{ slo: string; error: string }> = []
+    const defs = definitions().filter((d) => {
+      const n = count?.(d.slo.selector) ?? 0
+      if (n <= maxSeries) {
+        warnedBroad.delete(d.slo.name)
+        return true
+      }
+      failed.push({ slo: d.slo.name, error: `not evaluated: ${broadMessage(n)}` })
+      if (!warnedBroad.has(d.slo.name)) {
+        warnedBroad.add(d.slo.name)
+        logger.warn({ slo: d.slo.name, series: n, limit: maxSeries }, `SLO not evaluated: ${broadMessage(n)}`)
+      }
+      return false
+    })
     const alertList = await persistence.listAlerts()
     const alerts = new Map(alertList.map((a) => [`${a.slo}\u0000${a.tier}`, a]))
     const silences = await persistence.listSilences()
     const evaluations: SloEvaluation[] = []
-    const failed: Array<{ slo: string; error: string }> = []
     await mapLimit(defs, opts.concurrency ?? 16, async (d) => {
       try {
         evaluations.push(await evaluateOne(d, nowMs, alerts))
@@ -439,13 +492,13 @@ export function createSloEngine(opts: SloEngineOptions) {
       const d = definitions().find((x) => x.slo.name === name)
       return d ? { ...d, evaluation: statusOf(name) } : undefined
     },
-    /** Hourly remaining budget ratio over the current window, from the cached series. */
+    /** Remaining budget ratio over the current window, zoomed to the data, from the cached series. */
     burnDown(name: string): Array<{ tMs: number; remainingRatio: number }> {
       const e = latest.get(name)
       const entry = series.get(name)
       if (!e || !entry) return []
       const allowed = 1 - e.slo.objective
-      return entry.series.cumulative(e.windowStartMs).map((p) => ({
+      return entry.series.burnDown(e.windowStartMs).map((p) => ({
         tMs: p.tMs,
         remainingRatio: p.total > 0 ? 1 - (p.total - p.good) / (allowed * p.total) : 1,
       }))
@@ -460,6 +513,9 @@ export function createSloEngine(opts: SloEngineOptions) {
     > {
       const r = validateSlo(raw)
       if (!r.ok) return r
+      const count = await seriesCounter()
+      const n = count?.(r.slo.selector) ?? 0
+      if (n > maxSeries) return { ok: false, problems: [{ path: ['selector'], message: broadMessage(n) }] }
       if (fileSlos.some((s) => s.name === r.slo.name))
         return { ok: false, conflict: `SLO '${r.slo.name}' is defined in a file; change it there` }
       const { created } = await persistence.saveDefinition(

@@ -6,7 +6,7 @@
  * import { createSloEngine, loadSloFiles } from './slo/index.js'
  * ```
  */
-export { createSloEngine, durationText } from './engine.js'
+export { createSloEngine, durationText, DEFAULT_MAX_SERIES_PER_SLO } from './engine.js'
 export type { SloEngine, SloEngineOptions, SloEvaluation, TierStatus, CycleResult } from './engine.js'
 export { loadSloFiles, parseSloText, formatProblems, SLO_FILE_VERSION } from './loader.js'
 export type { SloFileProblem, SloLoadResult } from './loader.js'

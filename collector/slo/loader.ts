@@ -78,6 +78,18 @@ export function parseSloText(text: string, file: string): SloLoadResult {
   return parseDocs(splitDocs(text, file))
 }
 
+/** Most alias expansions one YAML document may make (the `yaml` package's guard against alias bombs). */
+const YAML_MAX_ALIAS_COUNT = 100
+
+/** Why a YAML document could not be turned into values: an unresolved alias or too many alias expansions. */
+function yamlValueError(err: unknown): string {
+  const m = err instanceof Error ? err.message.split('\n')[0]! : String(err)
+  if (/alias count/i.test(m))
+    return `YAML aliases expand too far (more than ${YAML_MAX_ALIAS_COUNT} expansions): refused as an alias bomb`
+  if (/unresolved alias|alias/i.test(m)) return `YAML alias: ${m}`
+  return `YAML: ${m}`
+}
+
 function splitDocs(text: string, file: string): { docs: ParsedDoc[]; problems: SloFileProblem[] } {
   const lines = new LineCounter()
   const docs: ParsedDoc[] = []
@@ -94,7 +106,20 @@ function splitDocs(text: string, file: string): { docs: ParsedDoc[]; problems: S
       continue
     }
     if (doc.contents === null) continue
-    docs.push({ file, doc, lines, value: doc.toJS() })
+    let value: unknown
+    try {
+      // Undefined aliases and alias bombs (aliases expanding past maxAliasCount) throw here.
+      value = doc.toJS({ maxAliasCount: YAML_MAX_ALIAS_COUNT })
+    } catch (err) {
+      problems.push({
+        file,
+        line: doc.range ? lines.linePos(doc.range[0]).line : 1,
+        field: '(yaml)',
+        message: yamlValueError(err),
+      })
+      continue
+    }
+    docs.push({ file, doc, lines, value })
   }
   return { docs, problems }
 }

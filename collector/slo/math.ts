@@ -82,6 +82,48 @@ export const budgetConsumedBy = (rate: number, durationMs: number, windowMs: num
  */
 export const budgetTimeMs = (objective: number, windowMs: number): number => (1 - objective) * windowMs
 
+/**
+ * A number without binary floating-point noise, for answers people read: 12 significant digits, far below any
+ * figure the API means but far above the noise of `(1 − 0.999) × 25200` (`25.200000000000024` → `25.2`).
+ *
+ * @example withoutFloatNoise(25.200000000000024) // 25.2
+ */
+export const withoutFloatNoise = (x: number): number => (Number.isFinite(x) ? Number(x.toPrecision(12)) : x)
+
+/**
+ * An {@link ErrorBudget} with every figure passed through {@link withoutFloatNoise}, as the API serves it.
+ *
+ * @example tidyBudget(errorBudget(25_000, 25_200, 0.999, DAY_MS)).totalEvents // 25.2
+ */
+export function tidyBudget(b: ErrorBudget): ErrorBudget {
+  return Object.fromEntries(
+    Object.entries(b).map(([k, v]) => [k, withoutFloatNoise(v as number)]),
+  ) as unknown as ErrorBudget
+}
+
+/**
+ * The step of the burn-down series for data that spans `spanMs`: the finest of 1 min, 5 min, 15 min and 1 h
+ * that keeps it at 360 points or fewer, so a chart of minutes of data is not a single hourly point.
+ *
+ * @example burnDownStepMs(20 * MINUTE_MS) // 60000
+ */
+export function burnDownStepMs(spanMs: number): number {
+  for (const step of [MINUTE_MS, 5 * MINUTE_MS, 15 * MINUTE_MS]) if (spanMs / step <= 360) return step
+  return HOUR_MS
+}
+
+/**
+ * A cumulative burn-down series cut to its data: the points before the first one with events are dropped
+ * but one (where the budget is still whole), so the chart zooms to the data instead of drawing a flat 100% line
+ * over a 30-day window. A series without events is returned as it is.
+ *
+ * @example trimToData([{ tMs: 1, total: 0 }, { tMs: 2, total: 0 }, { tMs: 3, total: 5 }]) // [{ tMs: 2, … }, { tMs: 3, … }]
+ */
+export function trimToData<T extends { readonly total: number }>(points: readonly T[]): T[] {
+  const first = points.findIndex((p) => p.total > 0)
+  return first < 0 ? [...points] : points.slice(Math.max(0, first - 1))
+}
+
 /** The error budget of one SLO over its window, as ratios (0..1), events and time. */
 export interface ErrorBudget {
   /** Bad events the window allows given the events seen so far: `(1 − objective) × total`. */
@@ -142,30 +184,12 @@ export function forecastExhaustion(
   return { kind: 'at', atMs: nowMs + inMs, inMs }
 }
 
-/** The part of hdr-histogram-js's JsHistogram that {@link countAtOrBelow} reads. */
-interface BucketedHistogram {
-  readonly totalCount: number
-  readonly minNonZeroValue: number
-  readonly maxValue: number
-  countsArrayIndex(value: number): number
-  getCountAtIndex(index: number): number
-  lowestEquivalentValue(value: number): number
-  highestEquivalentValue(value: number): number
-}
-
-function bucketed(h: Histogram): BucketedHistogram | undefined {
-  const b = h as unknown as Partial<BucketedHistogram>
-  return typeof b.getCountAtIndex === 'function' && typeof b.countsArrayIndex === 'function'
-    ? (b as BucketedHistogram)
-    : undefined
-}
-
 /**
- * Events at or below `thresholdUs` in an HDR histogram, at any threshold. Whole buckets below the
- * threshold count fully; the one bucket that straddles it counts in proportion to the share of its
- * integer values at or below the threshold (values are spread evenly inside a bucket), so the error is
- * at most one bucket's width, ≤ 0.1% of the value. The result is linear in the counts, so per-bucket
- * results add up to the result on the merged histogram.
+ * Events at or below `thresholdUs` in a latency histogram, at any threshold. Whole buckets below the
+ * threshold count fully; the one bucket that straddles it counts in proportion to the share of it at or
+ * below the threshold (values are spread evenly inside a bucket), so the error is at most one bucket's
+ * width, ≤ 0.1% of the value. The result is linear in the counts, so per-bucket results add up to the
+ * result on the merged histogram.
  *
  * @example
  * ```ts
@@ -174,29 +198,5 @@ function bucketed(h: Histogram): BucketedHistogram | undefined {
  * ```
  */
 export function countAtOrBelow(h: Histogram, thresholdUs: number): number {
-  if (h.totalCount === 0 || !(thresholdUs >= 0)) return 0
-  const b = bucketed(h)
-  if (!b) throw new TypeError('countAtOrBelow needs a JS HDR histogram (newHistogram())')
-  const t = Math.floor(thresholdUs)
-  if (t >= h.maxValue) return h.totalCount
-  const index = b.countsArrayIndex(t)
-  // Recorded zeros sit at index 0, below minNonZeroValue.
-  const first = b.getCountAtIndex(0) > 0 ? 0 : b.countsArrayIndex(h.minNonZeroValue)
-  if (index < first) return 0
-  const last = b.countsArrayIndex(h.maxValue)
-  const inBucket = b.getCountAtIndex(index)
-  const share =
-    inBucket > 0
-      ? (inBucket * (t - b.lowestEquivalentValue(t) + 1)) /
-        (b.highestEquivalentValue(t) - b.lowestEquivalentValue(t) + 1)
-      : 0
-  // Walk whichever side of the threshold holds fewer buckets.
-  if (index - first <= last - index) {
-    let below = 0
-    for (let i = first; i < index; i++) below += b.getCountAtIndex(i)
-    return below + share
-  }
-  let above = 0
-  for (let i = index + 1; i <= last; i++) above += b.getCountAtIndex(i)
-  return h.totalCount - above - inBucket + share
+  return h.countAtOrBelow(thresholdUs)
 }

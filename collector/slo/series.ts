@@ -8,7 +8,7 @@
  */
 import type { Metric } from '../report/index.js'
 import type { Histogram } from '../report/index.js'
-import { HOUR_MS, MINUTE_MS, countAtOrBelow } from './math.js'
+import { HOUR_MS, MINUTE_MS, burnDownStepMs, countAtOrBelow, trimToData } from './math.js'
 import type { Budgeting, Sli, SloSelector } from './definition.js'
 
 /**
@@ -257,18 +257,32 @@ export class SloSeries {
   }
 
   /**
-   * Cumulative good/total per hour from `fromMs` to the end: the input of the burn-down chart.
+   * Cumulative good/total per `stepMs` (an hour by default) from `fromMs` to the end.
    */
-  cumulative(fromMs: number): Array<{ tMs: number; good: number; total: number }> {
+  cumulative(fromMs: number, stepMs = HOUR_MS): Array<{ tMs: number; good: number; total: number }> {
     const out: Array<{ tMs: number; good: number; total: number }> = []
     let good = 0
     let total = 0
-    for (let h = floorTo(fromMs, HOUR_MS); h < this.fetchedUntilMs; h += HOUR_MS) {
-      const s = this.sum(Math.max(h, fromMs), Math.min(h + HOUR_MS, this.fetchedUntilMs))
+    for (let h = floorTo(fromMs, stepMs); h < this.fetchedUntilMs; h += stepMs) {
+      const s = this.sum(Math.max(h, fromMs), Math.min(h + stepMs, this.fetchedUntilMs))
       good += s.good
       total += s.total
-      out.push({ tMs: Math.min(h + HOUR_MS, this.fetchedUntilMs), good, total })
+      out.push({ tMs: Math.min(h + stepMs, this.fetchedUntilMs), good, total })
     }
     return out
+  }
+
+  /**
+   * The input of the burn-down chart: cumulative good/total from `fromMs`, zoomed to the data (see
+   * {@link trimToData}) and, when the data spans the fine buckets' reach, at a finer step than an hour
+   * ({@link burnDownStepMs}).
+   */
+  burnDown(fromMs: number): Array<{ tMs: number; good: number; total: number }> {
+    const hourly = trimToData(this.cumulative(fromMs))
+    const firstData = hourly.find((p) => p.total > 0)
+    if (!firstData) return hourly
+    const startMs = Math.max(fromMs, floorTo(firstData.tMs - 1, HOUR_MS))
+    if (!(startMs >= this.fineStartMs)) return hourly
+    return trimToData(this.cumulative(startMs, burnDownStepMs(this.fetchedUntilMs - startMs)))
   }
 }

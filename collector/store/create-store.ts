@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3'
 import pg from 'pg'
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, SqliteDialect, sql } from 'kysely'
 import { ConfigInvalid, StoreUnavailable } from '../errors.js'
 import { DEFAULT_ROLLUPS, resolveRollups } from './levels.js'
+import { CurrentSchemaPostgresDialect } from './pg-dialect.js'
 import { createSqlStore, storeInternals } from './sql-store.js'
 import type { DB } from './schema.js'
 import type { RollupLevel, Store } from './types.js'
@@ -68,7 +69,7 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
       })
       // An idle client losing its connection must not crash the process: queries fail and ping() says so.
       pool.on('error', (err) => logger(`store: PostgreSQL connection error: ${err.message}`))
-      db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+      db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
       const row = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)
       migrationSchema = row.rows[0]?.schema ?? undefined
       if (migrationSchema === undefined) {

@@ -4,6 +4,7 @@ import { GPU_FIELDS } from '../report/index.js'
 import type { GpuField, GpuReportItem, GpuStat, IntervalReport } from '../report/index.js'
 import { fetchTerms, floorTo, rowCounts } from './levels.js'
 import type { Segment } from './levels.js'
+import { claimGroups } from './rollup.js'
 import type { DB, GpuTable } from './schema.js'
 import type {
   EpochMs,
@@ -430,8 +431,20 @@ interface StatRow {
   last_ms: number
 }
 
-/** Merges folded stat rows: min of mins, max of maxes, sample-weighted mean, and the newest `last`. */
-function mergeStats(rows: readonly StatRow[]): Omit<GpuPoint, 'tMs'> & { samples: number; lastMs: number } {
+/** The columns of a folded stat row (`tg_gpu_stat`, `tg_signal`) that {@link mergeStats} reads. */
+export type FoldedStatRow = Pick<
+  StatRow,
+  'samples' | 'min_value' | 'mean_value' | 'max_value' | 'last_value' | 'last_ms'
+>
+
+/**
+ * Merges folded stat rows: min of mins, max of maxes, sample-weighted mean, and the newest `last`.
+ *
+ * @example mergeStats(rows) // { min, mean, max, last, samples, lastMs }
+ */
+export function mergeStats(
+  rows: readonly FoldedStatRow[],
+): Omit<GpuPoint, 'tMs'> & { samples: number; lastMs: number } {
   let samples = 0
   let sum = 0
   let min = Infinity
@@ -549,42 +562,23 @@ export async function rollUpGpuStats(
   fromMs: number,
   toMs: number,
 ): Promise<number> {
-  const claimed = await trx
-    .updateTable('tg_gpu_stat')
-    .set({ consumed: 1 })
-    .where('step_ms', '=', fine)
-    .where('consumed', '=', 0)
-    .where('bucket_ms', '>=', fromMs)
-    .where('bucket_ms', '<', toMs)
-    .returning([
-      'gpu_id',
-      'field',
-      'step_ms',
-      'bucket_ms',
-      'consumed',
-      'samples',
-      'min_value',
-      'mean_value',
-      'max_value',
-      'last_value',
-      'last_ms',
-    ])
-    .execute()
-  const groups = new Map<string, { gpuId: number; field: string; bucketMs: number; rows: StatRow[] }>()
-  for (const r of claimed) {
-    const bucketMs = floorTo(Number(r.bucket_ms), coarse)
-    const key = `${r.gpu_id}\u0000${r.field}\u0000${bucketMs}`
-    let g = groups.get(key)
-    if (!g) groups.set(key, (g = { gpuId: Number(r.gpu_id), field: r.field, bucketMs, rows: [] }))
-    g.rows.push(r)
-  }
-  const rows = [...groups.values()].map((g) => {
+  const groups = await claimGroups(
+    trx,
+    'tg_gpu_stat',
+    ['gpu_id', 'field', 'samples', 'min_value', 'mean_value', 'max_value', 'last_value', 'last_ms'],
+    fine,
+    coarse,
+    fromMs,
+    toMs,
+    (r) => `${r.gpu_id}\u0000${r.field}`,
+  )
+  const rows = groups.map((g) => {
     const m = mergeStats(g.rows)
     return {
       step_ms: coarse,
       bucket_ms: g.bucketMs,
-      gpu_id: g.gpuId,
-      field: g.field,
+      gpu_id: Number(g.rows[0]!.gpu_id),
+      field: g.rows[0]!.field,
       consumed: 0,
       samples: m.samples,
       min_value: m.min,

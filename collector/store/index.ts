@@ -17,6 +17,12 @@ export type {
   GpuInfo,
   GpuPoint,
   GpuSeries,
+  SignalSeries,
+  SignalPoint,
+  ClassSignalPoint,
+  ImportedHistogram,
+  ImportedHistogramPoint,
+  ImportedPrecision,
 } from './types.js'
 export { storeDatabase } from './create-store.js'
 export type { DB } from './schema.js'

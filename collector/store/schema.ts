@@ -1,5 +1,6 @@
 import type { Generated } from 'kysely'
 import type { SloTables } from '../slo/tables.js'
+import type { ControllerTables } from '../controllers/tables.js'
 
 /**
  * The collector's database, as kysely sees it: the only `DB` interface (STYLE.md section 9). The tables are
@@ -14,16 +15,19 @@ import type { SloTables } from '../slo/tables.js'
  * ```
  */
 /** Every table: the store's own and the SLO engine's (collector/slo/tables.ts). */
-export interface DB extends SloTables {
+export interface DB extends SloTables, ControllerTables {
   tg_series: SeriesTable
   tg_report: ReportTable
   tg_hist: HistTable
+  tg_hist_service: ServiceHistTable
   tg_count: CountTable
   tg_level_state: LevelStateTable
   tg_gpu: GpuTable
   tg_gpu_stat: GpuStatTable
   tg_gpu_event: GpuEventTable
   tg_gpu_process: GpuProcessTable
+  tg_signal: SignalTable
+  tg_bucket_hist: BucketHistTable
 }
 
 /** One label set that has reported. */
@@ -57,7 +61,21 @@ export interface HistTable {
   series_id: number
   metric: string
   consumed: number
-  /** HdrHistogram compressed base64 (collector/report's codec). */
+  /** tailguard's sparse encoding, or HdrHistogram compressed base64 in rows written before #12 (collector/report's codec reads both). */
+  histogram: string
+}
+
+/**
+ * Histograms merged across the replicas of one service, per metric, on every rollup level above the finest
+ * (compaction writes them with the per-replica rows of the same bucket). Same `consumed` rule as `tg_hist`.
+ */
+export interface ServiceHistTable {
+  step_ms: number
+  bucket_ms: number
+  service: string
+  metric: string
+  consumed: number
+  /** tailguard's sparse encoding (collector/report's codec). */
   histogram: string
 }
 
@@ -152,4 +170,46 @@ export interface GpuProcessTable {
   container_id: string | null
   /** JSON: `{ usedMemoryBytes?, smUtilPct?, memUtilPct? }`, each `{ min, mean, max, last }`. */
   stats: string
+}
+
+/**
+ * Live signals of a series, one row per series, signal and bucket on every rollup level (`tg_count`'s `consumed`
+ * rule). `name` says what the row is: `g:<gauge>` (folded min/mean/max/last, `samples` weighs the mean),
+ * `c:<counter>` (`sum_value` is the count), `k:<class>:<gauge>` and `k:<class>:admitted` / `k:<class>:shed:<reason>`
+ * (per priority class), `s:<source>` (reports that carried signals from that source, in `sum_value`).
+ */
+export interface SignalTable {
+  step_ms: number
+  bucket_ms: number
+  series_id: number
+  name: string
+  consumed: number
+  samples: number
+  min_value: number
+  mean_value: number
+  max_value: number
+  last_value: number
+  last_ms: number
+  sum_value: number
+}
+
+/**
+ * Latency histograms imported in Prometheus bucket form, one row per series, metric, bucket and layout (`bounds`)
+ * on every rollup level; rows of different layouts never merge (a changed layout stays visible).
+ */
+export interface BucketHistTable {
+  step_ms: number
+  bucket_ms: number
+  series_id: number
+  metric: string
+  consumed: number
+  /** JSON array of finite upper bounds, ms. */
+  bounds: string
+  /** JSON array of per-bucket counts, `+Inf` last. */
+  counts: string
+  sum_ms: number
+  /** JSON array of `{ q, ms }` or null. */
+  quantiles: string | null
+  last_ms: number
+  source: string
 }

@@ -1,12 +1,13 @@
-import { Migrator, sql } from 'kysely'
+import { Migrator, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
-import { addEncoded } from '../report/histogram.js'
-import { encodeHistogram, isMetric, newHistogram, seriesKey, tryDecodeHistogram } from '../report/index.js'
+import { addEncoded, inspectHistogram } from '../report/histogram.js'
+import { encodeHistogram, isMetric, newHistogram, seriesKey } from '../report/index.js'
 import type { GpuField, Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
 import { BadRequest, StoreUnavailable, TailguardError } from '../errors.js'
 import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
+import { claimGroups } from './rollup.js'
 import {
   GPU_RECENT_EVENTS_MS,
   deleteOldGpuRows,
@@ -16,6 +17,14 @@ import {
   readGpuSeries,
   rollUpGpuStats,
 } from './gpu-store.js'
+import {
+  buildSignalSeries,
+  checkBucketHistograms,
+  insertSignalRows,
+  rollUpBucketHists,
+  rollUpSignals,
+  signalRows,
+} from './signal-store.js'
 import type { DB } from './schema.js'
 import type {
   EpochMs,
@@ -28,6 +37,7 @@ import type {
   RollupLevel,
   Selector,
   ServiceInfo,
+  SignalSeries,
   Store,
   TimeRange,
 } from './types.js'
@@ -123,6 +133,10 @@ class SqlStore implements Store {
     this.#log = opts.logger
   }
 
+  get rollupStepsMs(): readonly number[] {
+    return this.#steps
+  }
+
   /** The kysely handle, for the benchmark's bulk loader and tests (not part of {@link Store}). */
   get db(): Kysely<DB> {
     return this.#db
@@ -176,9 +190,10 @@ class SqlStore implements Store {
       for (const [metric, encoded] of Object.entries(s.histograms)) {
         if (encoded === undefined) continue
         if (!isMetric(metric)) throw new BadRequest(`series[${i}].histograms: unknown metric "${metric}"`)
-        const decoded = tryDecodeHistogram(encoded)
-        if (!decoded.ok) throw new BadRequest(`series[${i}].histograms.${metric}: ${decoded.error}`)
-        if (decoded.histogram.totalCount > 0) pending.push({ labels, metric, histogram: encoded })
+        // Headers, bounds and counts, read without building a histogram (either encoding).
+        const check = inspectHistogram(encoded)
+        if (!check.ok) throw new BadRequest(`series[${i}].histograms.${metric}: ${check.error}`)
+        if (check.totalCount > 0) pending.push({ labels, metric, histogram: encoded })
       }
       const classes = s.errorClasses ?? {}
       const tokens = s.outputTokens ?? 0
@@ -192,6 +207,7 @@ class SqlStore implements Store {
           classes: JSON.stringify(classes),
         })
     })
+    checkBucketHistograms(report)
 
     let upserted = new Map<string, number>()
     const outcome = await this.#retrying(() =>
@@ -253,6 +269,8 @@ class SqlStore implements Store {
             error_classes: c.classes,
           })),
         )
+        const sig = signalRows(report, this.#finestMs, id)
+        await insertSignalRows(trx, sig.signals, sig.buckets)
         return { kind: 'stored' }
       }),
     )
@@ -297,9 +315,35 @@ class SqlStore implements Store {
     return ids.get(seriesKey(labels))!
   }
 
-  /** Inserts histogram rows as they are, in one transaction (bulk loader for benchmarks and tests). */
+  /**
+   * Inserts histogram rows as they are, in one transaction (bulk loader for benchmarks and tests), with the
+   * service rollups compaction would write next to rows above the finest level.
+   */
   async writeHistRows(rows: readonly HistRow[]): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
+      const coarse = rows.filter((r) => r.stepMs !== this.#finestMs)
+      const services = await serviceOf(
+        trx,
+        coarse.map((r) => r.seriesId),
+      )
+      const perService = new Merge<readonly [string, string, number, number, number]>()
+      for (const r of coarse)
+        perService.add(
+          [services.get(r.seriesId)!, r.metric, r.bucketMs, r.stepMs, r.consumed ? 1 : 0],
+          r.histogram,
+        )
+      await insertChunked(
+        trx,
+        'tg_hist_service',
+        perService.rows().map(([[service, metric, bucketMs, stepMs, consumed], histogram]) => ({
+          step_ms: stepMs,
+          bucket_ms: bucketMs,
+          service,
+          metric,
+          consumed,
+          histogram,
+        })),
+      )
       await insertChunked(
         trx,
         'tg_hist',
@@ -384,6 +428,80 @@ class SqlStore implements Store {
       .map(([tMs, rows]) => ({ tMs, counts: sumCounts(rows) }))
   }
 
+  async signals(selector: Selector, range: TimeRange, stepMs: number): Promise<SignalSeries[]> {
+    const step = this.#outputStep(stepMs)
+    let out: SignalSeries[] = []
+    if (range.fromMs < range.toMs)
+      await this.#read(async (trx, available) => {
+        const segments = this.#planSteps(range, step, available)
+        const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
+        if (terms.length === 0) return
+        const readSignals = (t: FetchTerm) =>
+          trx
+            .selectFrom('tg_signal')
+            .select([
+              'step_ms',
+              'bucket_ms',
+              'consumed',
+              'series_id',
+              'name',
+              'samples',
+              'min_value',
+              'mean_value',
+              'max_value',
+              'last_value',
+              'last_ms',
+              'sum_value',
+            ])
+            .where(seriesFilter(selector))
+            .where('step_ms', '=', t.stepMs)
+            .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+            .where('bucket_ms', '>=', t.fromMs)
+            .where('bucket_ms', '<', t.toMs)
+        const readBuckets = (t: FetchTerm) =>
+          trx
+            .selectFrom('tg_bucket_hist')
+            .select([
+              'step_ms',
+              'bucket_ms',
+              'consumed',
+              'series_id',
+              'metric',
+              'bounds',
+              'counts',
+              'sum_ms',
+              'quantiles',
+              'last_ms',
+              'source',
+            ])
+            .where(seriesFilter(selector))
+            .where('step_ms', '=', t.stepMs)
+            .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+            .where('bucket_ms', '>=', t.fromMs)
+            .where('bucket_ms', '<', t.toMs)
+        let sq = readSignals(terms[0]!)
+        let bq = readBuckets(terms[0]!)
+        for (const t of terms.slice(1)) {
+          sq = sq.unionAll(readSignals(t))
+          bq = bq.unionAll(readBuckets(t))
+        }
+        const sigRows = (await sq.execute()).filter((r) => counted(segments, r))
+        const bucketRows = (await bq.execute()).filter((r) => counted(segments, r))
+        const ids = [...new Set([...sigRows, ...bucketRows].map((r) => Number(r.series_id)))]
+        const labelsById = new Map<number, SeriesLabels>()
+        for (let i = 0; i < ids.length; i += INSERT_CHUNK_ROWS) {
+          const rows = await trx
+            .selectFrom('tg_series')
+            .select(['id', 'service', 'model', 'version', 'replica', 'node'])
+            .where('id', 'in', ids.slice(i, i + INSERT_CHUNK_ROWS))
+            .execute()
+          for (const r of rows) labelsById.set(Number(r.id), pickLabels(r))
+        }
+        out = buildSignalSeries(labelsById, sigRows, bucketRows, step)
+      })
+    return out
+  }
+
   async services(): Promise<ServiceInfo[]> {
     const rows = await this.#retrying(
       () =>
@@ -455,7 +573,7 @@ class SqlStore implements Store {
       const coarse = this.#steps[i]!
       const boundary = floorTo(nowMs - this.#finestMs, coarse)
       const windowMs = Math.max(coarse, floorTo(COMPACT_WINDOW_FINE_BUCKETS * fine, coarse))
-      for (const table of ['tg_hist', 'tg_count', 'tg_gpu_stat'] as const) {
+      for (const table of ['tg_hist', 'tg_count', 'tg_gpu_stat', 'tg_signal', 'tg_bucket_hist'] as const) {
         for (;;) {
           const first = await this.#db
             .selectFrom(table)
@@ -472,10 +590,14 @@ class SqlStore implements Store {
               .transaction()
               .execute((trx) =>
                 table === 'tg_hist'
-                  ? rollUpHist(trx, fine, coarse, fromMs, toMs)
+                  ? rollUpHist(trx, fine, coarse, fromMs, toMs, i === 1)
                   : table === 'tg_count'
                     ? rollUpCounts(trx, fine, coarse, fromMs, toMs)
-                    : rollUpGpuStats(trx, fine, coarse, fromMs, toMs),
+                    : table === 'tg_gpu_stat'
+                      ? rollUpGpuStats(trx, fine, coarse, fromMs, toMs)
+                      : table === 'tg_signal'
+                        ? rollUpSignals(trx, fine, coarse, fromMs, toMs)
+                        : rollUpBucketHists(trx, fine, coarse, fromMs, toMs),
               ),
           )
         }
@@ -500,7 +622,14 @@ class SqlStore implements Store {
             )
             .execute()
           let n = 0
-          for (const table of ['tg_hist', 'tg_count', 'tg_gpu_stat'] as const) {
+          for (const table of [
+            'tg_hist',
+            'tg_hist_service',
+            'tg_count',
+            'tg_gpu_stat',
+            'tg_signal',
+            'tg_bucket_hist',
+          ] as const) {
             let q = trx.deleteFrom(table).where('step_ms', '=', level.stepMs).where('bucket_ms', '<', cutoff)
             if (!coarsest) q = q.where('consumed', '=', 1)
             const res = await q.executeTakeFirst()
@@ -585,6 +714,11 @@ class SqlStore implements Store {
     )
   }
 
+  /**
+   * The histogram rows a plan counts. A selector on the service alone (or on nothing) reads the service
+   * rollups on every level above the finest (one row per service and bucket, not one per replica) and the
+   * per-replica rows only on the finest level; any other label reads per-replica rows throughout.
+   */
   async #histRows(
     trx: Transaction<DB>,
     selector: Selector,
@@ -593,16 +727,33 @@ class SqlStore implements Store {
   ): Promise<Array<Row & { metric: string; histogram: string }>> {
     const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
     if (terms.length === 0) return []
-    const read = (t: FetchTerm) =>
-      trx
+    const byService = (['model', 'version', 'replica', 'node'] as const).every(
+      (k) => selector[k] === undefined,
+    )
+    const read = (t: FetchTerm) => {
+      const consumed = t.unconsumedOnly ? [0] : [0, 1]
+      if (byService && t.stepMs !== this.#finestMs) {
+        let q = trx
+          .selectFrom('tg_hist_service')
+          .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+          .where('metric', 'in', metrics)
+        if (selector.service !== undefined) q = q.where('service', '=', selector.service)
+        return q
+          .where('step_ms', '=', t.stepMs)
+          .where('consumed', 'in', consumed)
+          .where('bucket_ms', '>=', t.fromMs)
+          .where('bucket_ms', '<', t.toMs)
+      }
+      return trx
         .selectFrom('tg_hist')
         .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
         .where('metric', 'in', metrics)
         .where(seriesFilter(selector))
         .where('step_ms', '=', t.stepMs)
-        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('consumed', 'in', consumed)
         .where('bucket_ms', '>=', t.fromMs)
         .where('bucket_ms', '<', t.toMs)
+    }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
     return (await q.execute()).filter((r) => counted(segments, r))
@@ -702,16 +853,50 @@ function counted(segments: readonly Segment[], r: Row): boolean {
   })
 }
 
-async function insertChunked<T extends 'tg_hist' | 'tg_count'>(
+/** Column types of the bulk-inserted tables, for PostgreSQL's typed arrays. */
+const BULK_TYPES: Readonly<Record<string, string>> = {
+  step_ms: 'bigint',
+  bucket_ms: 'bigint',
+  series_id: 'integer',
+  consumed: 'integer',
+  ok_count: 'bigint',
+  error_count: 'bigint',
+  shed_count: 'bigint',
+  output_tokens: 'bigint',
+  metric: 'text',
+  service: 'text',
+  histogram: 'text',
+  error_classes: 'text',
+}
+/** Rows per bulk statement: one statement carries every row of a typical report. */
+const BULK_CHUNK_ROWS = 20_000
+
+/**
+ * Inserts rows with one statement per {@link BULK_CHUNK_ROWS}, whose text does not depend on the row count
+ * or values: PostgreSQL reads one typed array per column (`unnest`), SQLite one JSON array of rows
+ * (`json_each`). Ingest's hot path: kysely's per-value compilation and preparing a new multi-row INSERT per
+ * chunk cost more than the database's own work.
+ */
+async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count'>(
   trx: Db,
   table: T,
   rows: ReadonlyArray<DB[T] extends infer R ? { [K in keyof R]: R[K] } : never>,
 ): Promise<void> {
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS)
-    await trx
-      .insertInto(table)
-      .values(rows.slice(i, i + INSERT_CHUNK_ROWS) as never)
-      .execute()
+  if (rows.length === 0) return
+  const columns = Object.keys(rows[0]!)
+  const postgres = trx.getExecutor().adapter instanceof PostgresAdapter
+  for (let i = 0; i < rows.length; i += BULK_CHUNK_ROWS) {
+    const chunk = rows.slice(i, i + BULK_CHUNK_ROWS) as ReadonlyArray<Record<string, unknown>>
+    const target = sql`${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})`
+    if (postgres) {
+      const arrays = columns.map((c) => sql`${chunk.map((r) => r[c])}::${sql.raw(BULK_TYPES[c]!)}[]`)
+      await sql`insert into ${target} select * from unnest(${sql.join(arrays)})`.execute(trx)
+    } else {
+      const picks = columns.map((_, k) => sql`value ->> ${sql.raw(String(k))}`)
+      const json = JSON.stringify(chunk.map((r) => columns.map((c) => r[c])))
+      await sql`insert into ${target} select ${sql.join(picks)} from json_each(${json})`.execute(trx)
+    }
+  }
 }
 
 /** `series_id in (…)` for the labels the selector sets; always true when it sets none. */
@@ -723,12 +908,19 @@ function seriesFilter(selector: Selector): RawBuilder<SqlBool> {
   return sql<SqlBool>`series_id in (select id from tg_series where ${sql.join(conds, sql` and `)})`
 }
 
+/**
+ * Rolls the unconsumed `fine` histogram rows of `[fromMs, toMs)` up into `coarse` rows, per replica and per
+ * service (across replicas), in the caller's transaction. Service rows of the first rollup level come from
+ * the per-replica finest rows; those of coarser levels from the service rows one level finer, claimed in
+ * the same transaction, so a level's service rows always hold exactly what its per-replica rows hold.
+ */
 async function rollUpHist(
   trx: Transaction<DB>,
   fine: number,
   coarse: number,
   fromMs: number,
   toMs: number,
+  fineIsFinest: boolean,
 ): Promise<number> {
   const claimed = await trx
     .updateTable('tg_hist')
@@ -739,28 +931,92 @@ async function rollUpHist(
     .where('bucket_ms', '<', toMs)
     .returning(['series_id', 'metric', 'bucket_ms', 'histogram'])
     .execute()
-  const groups = new Map<string, { seriesId: number; metric: string; bucketMs: number; h: Histogram }>()
-  for (const r of claimed) {
-    const bucketMs = floorTo(Number(r.bucket_ms), coarse)
-    const key = `${r.series_id}\u0000${r.metric}\u0000${bucketMs}`
-    let g = groups.get(key)
-    if (!g)
-      groups.set(key, (g = { seriesId: Number(r.series_id), metric: r.metric, bucketMs, h: newHistogram() }))
-    addEncoded(g.h, r.histogram)
+  const perSeries = new Merge<readonly [number, string, number]>()
+  for (const r of claimed)
+    perSeries.add([Number(r.series_id), r.metric, floorTo(Number(r.bucket_ms), coarse)], r.histogram)
+  const perService = new Merge<readonly [string, string, number]>()
+  if (fineIsFinest) {
+    const services = await serviceOf(
+      trx,
+      claimed.map((r) => Number(r.series_id)),
+    )
+    for (const r of claimed)
+      perService.add(
+        [services.get(Number(r.series_id))!, r.metric, floorTo(Number(r.bucket_ms), coarse)],
+        r.histogram,
+      )
+  } else {
+    const rows = await trx
+      .updateTable('tg_hist_service')
+      .set({ consumed: 1 })
+      .where('step_ms', '=', fine)
+      .where('consumed', '=', 0)
+      .where('bucket_ms', '>=', fromMs)
+      .where('bucket_ms', '<', toMs)
+      .returning(['service', 'metric', 'bucket_ms', 'histogram'])
+      .execute()
+    for (const r of rows)
+      perService.add([r.service, r.metric, floorTo(Number(r.bucket_ms), coarse)], r.histogram)
   }
   await insertChunked(
     trx,
     'tg_hist',
-    [...groups.values()].map((g) => ({
+    perSeries.rows().map(([[seriesId, metric, bucketMs], histogram]) => ({
       step_ms: coarse,
-      bucket_ms: g.bucketMs,
-      series_id: g.seriesId,
-      metric: g.metric,
+      bucket_ms: bucketMs,
+      series_id: seriesId,
+      metric,
       consumed: 0,
-      histogram: encodeHistogram(g.h),
+      histogram,
     })),
   )
-  return groups.size
+  await insertChunked(
+    trx,
+    'tg_hist_service',
+    perService.rows().map(([[service, metric, bucketMs], histogram]) => ({
+      step_ms: coarse,
+      bucket_ms: bucketMs,
+      service,
+      metric,
+      consumed: 0,
+      histogram,
+    })),
+  )
+  return perSeries.size + perService.size
+}
+
+/** Histograms merged per key (sparse counts added bucket by bucket), encoded on the way out. */
+class Merge<K extends readonly [string | number, string, ...number[]]> {
+  readonly #groups = new Map<string, { key: K; h: Histogram }>()
+
+  add(key: K, encoded: string): void {
+    const id = key.join('\u0000')
+    let g = this.#groups.get(id)
+    if (!g) this.#groups.set(id, (g = { key, h: newHistogram() }))
+    addEncoded(g.h, encoded)
+  }
+
+  get size(): number {
+    return this.#groups.size
+  }
+
+  rows(): Array<[K, string]> {
+    return [...this.#groups.values()].map((g) => [g.key, encodeHistogram(g.h)])
+  }
+}
+
+/** The service of each series id. */
+async function serviceOf(trx: Transaction<DB>, ids: readonly number[]): Promise<Map<number, string>> {
+  const unique = [...new Set(ids)]
+  const out = new Map<number, string>()
+  for (let i = 0; i < unique.length; i += INSERT_CHUNK_ROWS)
+    for (const r of await trx
+      .selectFrom('tg_series')
+      .select(['id', 'service'])
+      .where('id', 'in', unique.slice(i, i + INSERT_CHUNK_ROWS))
+      .execute())
+      out.set(Number(r.id), r.service)
+  return out
 }
 
 async function rollUpCounts(
@@ -770,16 +1026,11 @@ async function rollUpCounts(
   fromMs: number,
   toMs: number,
 ): Promise<number> {
-  const claimed = await trx
-    .updateTable('tg_count')
-    .set({ consumed: 1 })
-    .where('step_ms', '=', fine)
-    .where('consumed', '=', 0)
-    .where('bucket_ms', '>=', fromMs)
-    .where('bucket_ms', '<', toMs)
-    .returning([
+  const groups = await claimGroups(
+    trx,
+    'tg_count',
+    [
       'series_id',
-      'bucket_ms',
       'step_ms',
       'consumed',
       'ok_count',
@@ -787,25 +1038,22 @@ async function rollUpCounts(
       'shed_count',
       'output_tokens',
       'error_classes',
-    ])
-    .execute()
-  const groups = new Map<string, { seriesId: number; bucketMs: number; rows: CountRow[] }>()
-  for (const r of claimed) {
-    const bucketMs = floorTo(Number(r.bucket_ms), coarse)
-    const key = `${r.series_id}\u0000${bucketMs}`
-    let g = groups.get(key)
-    if (!g) groups.set(key, (g = { seriesId: Number(r.series_id), bucketMs, rows: [] }))
-    g.rows.push(r)
-  }
+    ],
+    fine,
+    coarse,
+    fromMs,
+    toMs,
+    (r) => String(r.series_id),
+  )
   await insertChunked(
     trx,
     'tg_count',
-    [...groups.values()].map((g) => {
-      const c = sumCounts(g.rows)
+    groups.map((g) => {
+      const c = sumCounts(g.rows.map((r) => ({ ...r, bucket_ms: g.bucketMs })))
       return {
         step_ms: coarse,
         bucket_ms: g.bucketMs,
-        series_id: g.seriesId,
+        series_id: Number(g.rows[0]!.series_id),
         consumed: 0,
         ok_count: c.ok,
         error_count: c.error,
@@ -815,7 +1063,7 @@ async function rollUpCounts(
       }
     }),
   )
-  return groups.size
+  return groups.length
 }
 
 function sumCounts(rows: readonly CountRow[]): RequestCounts {

@@ -1,4 +1,13 @@
-import type { GpuField, GpuStat, Histogram, IntervalReport, Metric } from '../report/index.js'
+import type {
+  GpuField,
+  GpuStat,
+  Histogram,
+  IntervalReport,
+  Metric,
+  SeriesLabels,
+  SignalCounter,
+  SignalGauge,
+} from '../report/index.js'
 
 /** Milliseconds since the Unix epoch. */
 export type EpochMs = number
@@ -123,6 +132,64 @@ export interface GpuSeries extends GpuIdentity {
   readonly points: readonly GpuPoint[]
 }
 
+/** Per priority class, in one step bucket: what admission control held and shed. */
+export interface ClassSignalPoint {
+  readonly priorityClass: number
+  readonly inFlight: GpuStat | null
+  readonly queued: GpuStat | null
+  readonly admitted: number
+  readonly shed: Readonly<Record<string, number>>
+}
+
+/** One series' live signals in one step bucket: gauges folded min/mean/max/last, counters summed. */
+export interface SignalPoint {
+  readonly tMs: EpochMs
+  readonly gauges: Readonly<Partial<Record<SignalGauge, GpuStat>>>
+  readonly counters: Readonly<Partial<Record<SignalCounter, number>>>
+  readonly byClass: readonly ClassSignalPoint[]
+}
+
+/**
+ * How exact an imported latency histogram is: `buckets` (Prometheus buckets, quantiles interpolated within a
+ * bucket), `summary` (a server-side summary's quantiles, plus count and sum), `mean` (count and sum only).
+ */
+export type ImportedPrecision = 'buckets' | 'summary' | 'mean'
+
+/** An imported (bucket-form) latency histogram merged over a range: never HDR-exact. */
+export interface ImportedHistogram {
+  readonly precision: ImportedPrecision
+  readonly boundsMs: readonly number[]
+  readonly counts: readonly number[]
+  readonly count: number
+  readonly sumMs: number
+  /** The newest summary quantiles in the range, when the server exports a summary. */
+  readonly quantilesMs: ReadonlyArray<{ readonly q: number; readonly ms: number }> | null
+  /** Distinct bucket layouts seen (more than 1: the server changed its buckets; see `otherLayoutsCount`). */
+  readonly layouts: number
+  readonly otherLayoutsCount: number
+  readonly sources: readonly string[]
+}
+
+/** One step bucket of an imported histogram. */
+export interface ImportedHistogramPoint extends ImportedHistogram {
+  readonly tMs: EpochMs
+}
+
+/** One series' live signals over a range: step points, the sources that sent them and imported histograms. */
+export interface SignalSeries {
+  readonly labels: SeriesLabels
+  readonly sources: readonly string[]
+  readonly points: readonly SignalPoint[]
+  readonly histograms: Readonly<
+    Partial<
+      Record<
+        Metric,
+        { readonly total: ImportedHistogram; readonly points: readonly ImportedHistogramPoint[] }
+      >
+    >
+  >
+}
+
 /** The rollup resolutions, finest first. The finest is the storage grid every report is folded into. */
 export interface RollupLevel {
   readonly name: string
@@ -147,6 +214,8 @@ export interface RollupLevel {
  */
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres'
+  /** The rollup levels' steps, finest first (default time-series steps snap to them). */
+  readonly rollupStepsMs?: readonly number[]
   /** Applies pending migrations; never throws for a migration failure, returns it. */
   migrate(): Promise<
     { kind: 'ok'; applied: readonly string[] } | { kind: 'failed'; migration: string; error: string }
@@ -177,6 +246,11 @@ export interface Store {
     range: TimeRange,
     stepMs: number,
   ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>
+  /**
+   * Live signals (gauges, counters, per-class admission) and imported bucket histograms per series and
+   * step-aligned bucket, oldest first, from the coarsest rollups that fit. Series without any are absent.
+   */
+  signals(selector: Selector, range: TimeRange, stepMs: number): Promise<SignalSeries[]>
   /** Every series that has reported, with first and last seen times. */
   services(): Promise<ServiceInfo[]>
   /**

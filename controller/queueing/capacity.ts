@@ -55,7 +55,11 @@ export interface CapacityPlanInput {
   readonly percentile: number
   /** Extra capacity on top of the need, as a fraction (0.3 = 30%). Default 0. */
   readonly headroom?: number
-  /** Add one replica so that losing any one still meets the need (N+1). Default false. */
+  /**
+   * N+1: make sure the fleet survives losing any one replica (the remaining ones stay at or below the highest
+   * utilization that meets the target). A survival check, not always one more: a fleet whose headroom already
+   * covers the loss gets nothing added. Default false.
+   */
   readonly nPlusOne?: boolean
 }
 
@@ -67,8 +71,10 @@ export interface CapacityPlan {
   readonly replicas: number
   /** After headroom: ceil(replicas · (1 + headroom)). */
   readonly withHeadroom: number
-  /** Final count: withHeadroom, plus one with N+1. */
+  /** Final count: withHeadroom, raised with N+1 until losing one replica still meets the need. */
   readonly total: number
+  /** With N+1: utilization of each remaining replica at peak after losing one (of `total`). */
+  readonly utilizationAfterLoss?: number
   /** Human-readable derivation. */
   readonly reason: string
 }
@@ -76,7 +82,8 @@ export interface CapacityPlan {
 /**
  * Replicas for a percentile target: the highest utilization that keeps the M/M/1 percentile of time in system
  * −ln(1−p)·S/(1−ρ) under the target, the replicas that keep each one at or below it at peak, then headroom
- * (applied to the replica count, rounded up) and optional N+1. Returns `total: Infinity` when unreachable.
+ * (applied to the replica count, rounded up) and optional N+1 as a survival check (12 replicas that need 9 already
+ * survive losing one; 9 with no headroom become 10). Returns `total: Infinity` when unreachable.
  *
  * @example planCapacity({ peakRps: 5000, serviceTimeMs: 5, replicaThroughputRps: 1143, targetMs: 50, percentile: 0.99, headroom: 0.3 }) // 9 → 12
  */
@@ -94,17 +101,25 @@ export function planCapacity(input: CapacityPlanInput): CapacityPlan {
   }
   const replicas = Math.max(1, Math.ceil(input.peakRps / (input.replicaThroughputRps * rhoMax) - 1e-9))
   const withHeadroom = Math.ceil(replicas * (1 + headroom) - 1e-9)
-  const total = withHeadroom + (input.nPlusOne ? 1 : 0)
+  // Survival check: with one replica lost, the rest must still hold the peak at ρ ≤ ρmax, i.e. total − 1 ≥ replicas.
+  const total = input.nPlusOne ? Math.max(withHeadroom, replicas + 1) : withHeadroom
+  const afterLoss = total > 1 ? input.peakRps / ((total - 1) * input.replicaThroughputRps) : Infinity
+  const nPlusOneWhy = !input.nPlusOne
+    ? ''
+    : total === withHeadroom
+      ? `, N+1: ${total} survive losing one (${(afterLoss * 100).toFixed(1)}% utilization after the loss)`
+      : `, N+1 → ${total} (${(afterLoss * 100).toFixed(1)}% utilization after losing one)`
   return {
     maxUtilization: rhoMax,
     replicas,
     withHeadroom,
     total,
+    ...(input.nPlusOne ? { utilizationAfterLoss: afterLoss } : {}),
     reason:
       `ρ ≤ ${rhoMax.toFixed(3)} for p${input.percentile * 100} ≤ ${input.targetMs} ms at S = ${input.serviceTimeMs} ms; ` +
       `${input.peakRps} req/s / (${input.replicaThroughputRps} × ${rhoMax.toFixed(3)}) → ${replicas}` +
       (headroom > 0 ? `, +${Math.round(headroom * 100)}% → ${withHeadroom}` : '') +
-      (input.nPlusOne ? `, N+1 → ${total}` : ''),
+      nPlusOneWhy,
   }
 }
 

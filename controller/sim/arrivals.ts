@@ -1,5 +1,7 @@
 import { Rng } from './rng.js'
-import type { Trace } from './trace.js'
+import type { Trace, TraceRow } from './trace.js'
+import { TraceFileReader } from './trace-file.js'
+import type { TraceFileStats } from './trace-file.js'
 
 /** One arrival, written into a reused object (no allocation per request). */
 export interface ArrivalDraft {
@@ -25,6 +27,13 @@ export interface TokenShape {
 /** How a synthetic or trace workload produces arrivals. Every synthetic pattern is seeded by the simulation seed. */
 export type ArrivalSpec =
   | { readonly kind: 'trace'; readonly trace: Trace; readonly timeScale?: number }
+  | {
+      /** A trace file streamed from disk on every run (constant memory); `stats` from `scanTraceFile`. */
+      readonly kind: 'trace-file'
+      readonly path: string
+      readonly stats: TraceFileStats
+      readonly timeScale?: number
+    }
   | ({ readonly kind: 'poisson'; readonly rps: number } & Limits)
   | ({
       readonly kind: 'mmpp'
@@ -61,6 +70,7 @@ const DEFAULT_TOKENS: TokenShape = { meanInputTokens: 1000, meanOutputTokens: 20
  */
 export function createArrivals(spec: ArrivalSpec, seed: number): ArrivalSource {
   if (spec.kind === 'trace') return new TraceArrivals(spec.trace, spec.timeScale ?? 1)
+  if (spec.kind === 'trace-file') return new TraceFileArrivals(spec.path, spec.stats, spec.timeScale ?? 1)
   const rng = new Rng(seed ^ 0x5eed)
   const tokens = spec.tokens ?? DEFAULT_TOKENS
   const limitMs = spec.durationMs ?? Infinity
@@ -131,6 +141,28 @@ class TraceArrivals implements ArrivalSource {
     out.inputTokens = this.trace.inputTokens[i]!
     out.outputTokens = this.trace.outputTokens[i]!
     this.i = i + 1
+    return true
+  }
+}
+
+/** Arrivals streamed from a trace file: offsets from the first request, divided by the time scale. */
+class TraceFileArrivals implements ArrivalSource {
+  private readonly reader: TraceFileReader
+  private readonly row: TraceRow = { timeMs: 0, inputTokens: 0, outputTokens: 0 }
+  readonly expectedCount: number
+  constructor(
+    path: string,
+    private readonly stats: TraceFileStats,
+    private readonly timeScale: number,
+  ) {
+    this.reader = new TraceFileReader(path)
+    this.expectedCount = stats.requests
+  }
+  next(out: ArrivalDraft): boolean {
+    if (!this.reader.next(this.row)) return false
+    out.timeMs = (this.row.timeMs - this.stats.startEpochMs) / this.timeScale
+    out.inputTokens = this.row.inputTokens
+    out.outputTokens = this.row.outputTokens
     return true
   }
 }

@@ -95,11 +95,20 @@ function barChart(
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="11"><text x="4" y="14" font-weight="bold">${esc(title)}</text>${bars}</svg>`
 }
 
-/** A line chart over minutes: one line per policy. */
+/** A decision drawn on a chart's time axis: a triangle with the reason as its tooltip. */
+interface Marker {
+  readonly minute: number
+  readonly series: number
+  readonly up: boolean
+  readonly reason: string
+}
+
+/** A line chart over minutes: one line per policy, and optional decision markers along the bottom. */
 function lineChart(
   title: string,
   series: ReadonlyArray<{ name: string; values: ReadonlyArray<number | null> }>,
   unit: string,
+  markers: readonly Marker[] = [],
 ): string {
   const w = 560
   const h = 220
@@ -139,7 +148,46 @@ function lineChart(
     `<text x="${l - 4}" y="${t + 4}" text-anchor="end">${esc(fmtAxis(max))}</text>` +
     `<text x="${l - 4}" y="${h - b}" text-anchor="end">0</text>` +
     `<text x="${w - r}" y="${h - b + 12}" text-anchor="end">minute ${n - 1}</text>`
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="11"><text x="4" y="14" font-weight="bold">${esc(title)} (${esc(unit)})</text>${axis}${lines}${legend}</svg>`
+  const marks = markers
+    .map((m) => {
+      const mx = l + ((w - l - r) * m.minute) / Math.max(1, n - 1)
+      const my = h - b - 2
+      const pts = m.up
+        ? `${(mx - 4).toFixed(1)},${my} ${(mx + 4).toFixed(1)},${my} ${mx.toFixed(1)},${my - 7}`
+        : `${(mx - 4).toFixed(1)},${my - 7} ${(mx + 4).toFixed(1)},${my - 7} ${mx.toFixed(1)},${my}`
+      return `<polygon points="${pts}" fill="${COLORS[m.series % COLORS.length]}" opacity="0.8"><title>${esc(m.reason)}</title></polygon>`
+    })
+    .join('')
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="11"><text x="4" y="14" font-weight="bold">${esc(title)} (${esc(unit)})</text>${axis}${lines}${marks}${legend}</svg>`
+}
+
+/** Scale decisions of the tailguard runs (the policies that explain themselves) as chart markers. */
+function decisionMarkers(results: readonly SimResult[]): Marker[] {
+  return results.flatMap((r, k) =>
+    r.policy.startsWith('tailguard')
+      ? r.decisions
+          .filter((d) => / (up|down|hold):/.test(d.reason))
+          .map((d) => ({ minute: d.atMs / 60_000, series: k, up: / up:/.test(d.reason), reason: d.reason }))
+      : [],
+  )
+}
+
+/** The decisions of each tailguard run, with their reasons, as a collapsible list. */
+function decisionsHtml(results: readonly SimResult[]): string {
+  return results
+    .filter((r) => r.policy.startsWith('tailguard') && r.decisions.length > 0)
+    .map(
+      (r) =>
+        `<details><summary>${esc(r.policy)}: ${r.decisions.length} decisions</summary><table><tr><th>time</th><th>reason</th></tr>` +
+        r.decisions
+          .map(
+            (d) =>
+              `<tr><td>${(d.atMs / 1000).toFixed(0)} s</td><td style="text-align:left">${esc(d.reason)}</td></tr>`,
+          )
+          .join('') +
+        `</table></details>`,
+    )
+    .join('')
 }
 
 function fmtAxis(v: number): string {
@@ -199,7 +247,8 @@ export function renderHtmlReport(title: string, scenarios: readonly Scenario[]):
       lineChart(
         'Replicas per minute',
         sc.results.map((r) => ({ name: r.policy, values: r.timeline.replicas })),
-        'mean alive',
+        'mean alive; ▲▼ tailguard scale decisions, reason on hover',
+        decisionMarkers(sc.results),
       ),
       lineChart(
         'p99 end to end per minute',
@@ -214,7 +263,7 @@ export function renderHtmlReport(title: string, scenarios: readonly Scenario[]):
     ].join('\n')
     return (
       `<section><h2>${esc(sc.name)}</h2><p>${esc(sc.description)}</p>${table}` +
-      `<div class="grid">${bars}</div><div class="grid">${lines}</div>` +
+      `<div class="grid">${bars}</div><div class="grid">${lines}</div>${decisionsHtml(sc.results)}` +
       (sc.attribution ? `<p class="attr">Data: ${esc(sc.attribution)}</p>` : '') +
       `</section>`
     )

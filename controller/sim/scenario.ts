@@ -3,6 +3,8 @@ import { aimdPolicy } from '../policies/aimd.js'
 import { hpaPolicy, kedaPolicy } from '../policies/hpa.js'
 import { kpaPolicy } from '../policies/kpa.js'
 import { staticPolicy } from '../policies/static.js'
+import { tailguardPolicy } from '../policies/tailguard/index.js'
+import type { TailguardFeatures, TailguardOptions } from '../policies/tailguard/index.js'
 import type { ArrivalSpec } from './arrivals.js'
 import { runSimulation } from './simulator.js'
 import type { ReplicaModel, SimConfig, SimResult, SimRunOptions } from './simulator.js'
@@ -14,6 +16,65 @@ import type { ReplicaModel, SimConfig, SimResult, SimRunOptions } from './simula
  */
 export const BASELINE_POLICIES = ['static', 'hpa', 'keda', 'kpa', 'aimd'] as const
 export type BaselinePolicyName = (typeof BASELINE_POLICIES)[number]
+
+/**
+ * Every policy the simulator runs by name: the baselines and tailguard's own.
+ *
+ * @example POLICIES.includes('tailguard') // true
+ */
+export const POLICIES = [...BASELINE_POLICIES, 'tailguard'] as const
+export type PolicyName = (typeof POLICIES)[number]
+
+/** The parts of the tailguard policy an ablation turns off, one at a time. */
+export const TAILGUARD_PARTS = ['forecast', 'batching', 'admission', 'budget'] as const
+
+/**
+ * tailguard's options for a simulation: the objective it holds (TTFT for an LLM fleet with a TTFT objective,
+ * else end to end, at p99), the cold start it assumes (the simulated one unless overridden), the replica bounds
+ * and kind; `overrides` (flags, config file) win.
+ *
+ * @example tailguardOptionsFor(cfg, { headroom: 0.2 }).metric // 'ttft' for an LLM config with slo.ttftMs
+ */
+export function tailguardOptionsFor(config: SimConfig, overrides: TailguardOptions = {}): TailguardOptions {
+  const llm = config.replica.kind === 'llm'
+  const ttft = llm && config.slo.ttftMs !== undefined
+  const cold = (config.coldStart?.loadMs ?? 60_000) + (config.coldStart?.warmupMs ?? 30_000)
+  return {
+    sloMs: ttft ? config.slo.ttftMs! : config.slo.e2eMs,
+    metric: ttft ? 'ttft' : 'e2e',
+    ...(llm && config.slo.tpotMs !== undefined ? { tpotSloMs: config.slo.tpotMs } : {}),
+    model: llm ? 'llm' : 'batch',
+    coldStartMs: cold,
+    minReplicas: Math.max(1, config.warmPoolMin ?? 1),
+    maxReplicas: config.maxReplicas ?? 1000,
+    objective: config.slo.objective ?? 0.99,
+    ...stripUndefined(overrides),
+    features: { ...overrides.features },
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>
+}
+
+/**
+ * The tailguard policy for a simulation, optionally with parts turned off; the name says which
+ * (`tailguard -forecast`), so ablation rows stay apart in tables and reports.
+ *
+ * @example createTailguardPolicy(cfg, {}, ['forecast']).name // 'tailguard -forecast'
+ */
+export function createTailguardPolicy(
+  config: SimConfig,
+  overrides: TailguardOptions = {},
+  off: ReadonlyArray<(typeof TAILGUARD_PARTS)[number]> = [],
+): Policy<unknown> {
+  const features: Record<string, boolean> = { ...overrides.features }
+  for (const part of off) features[part] = false
+  const policy = tailguardPolicy(
+    tailguardOptionsFor(config, { ...overrides, features: features as TailguardFeatures }),
+  ) as Policy<unknown>
+  return off.length === 0 ? policy : { ...policy, name: `tailguard ${off.map((p) => `-${p}`).join(' ')}` }
+}
 
 /** Knobs of the baselines that depend on the workload; everything else is the published default. */
 export interface BaselineOptions {
@@ -99,6 +160,9 @@ export function peakRps(spec: ArrivalSpec): number {
       }
       return max / 60
     }
+    case 'trace-file':
+      // The busiest minute at time scale 1; a faster replay packs more into a minute (an upper bound).
+      return (spec.stats.peakPerMinute * (spec.timeScale ?? 1)) / 60
     case 'poisson':
       return spec.rps
     case 'mmpp':
@@ -126,6 +190,8 @@ export function meanTokens(spec: ArrivalSpec): { input: number; output: number }
     }
     return { input: i / Math.max(1, n), output: o / Math.max(1, n) }
   }
+  if (spec.kind === 'trace-file')
+    return { input: spec.stats.meanInputTokens, output: spec.stats.meanOutputTokens }
   const t = spec.tokens ?? { meanInputTokens: 1000, meanOutputTokens: 200 }
   return { input: t.meanInputTokens, output: t.meanOutputTokens }
 }

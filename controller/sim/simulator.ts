@@ -1,13 +1,19 @@
-import { newHistogram, HISTOGRAM_HIGHEST_US } from '../../collector/index.js'
-import type { Histogram } from '../../collector/index.js'
 import type { BatchServiceModel } from '../queueing/batching.js'
 import { applyActions } from '../policy.js'
 import type { Action, FleetObservation, PhasePercentilesMs, Policy, Setpoints } from '../policy.js'
 import { createArrivals } from './arrivals.js'
 import type { ArrivalDraft, ArrivalSpec } from './arrivals.js'
 import { EventHeap } from './heap.js'
-import { LogHistogram } from './log-histogram.js'
+import { ADMIT, ClassQueues } from './queues.js'
+import { BATCH_CAP, EV_READY, Fleet, KvCache, ST_BUSY, ST_STARTING } from './replicas.js'
+import type { KvModel, Replica } from './replicas.js'
 import { Rng } from './rng.js'
+import { RequestSlots } from './slots.js'
+import { IntervalStats, PhaseStats, TickWindows, Timeline } from './stats.js'
+import type { LatencyStats, SimTimeline } from './stats.js'
+
+export type { LatencyStats, SimTimeline } from './stats.js'
+export type { KvModel } from './replicas.js'
 
 /** Random variation of service times around their model value (mean preserved). */
 export type ServiceNoise =
@@ -27,14 +33,17 @@ export type ReplicaModel =
       /**
        * Continuous (iteration-level) batching for LLMs: each step costs decodeStepMs + decodeMsPerSeq per running
        * sequence + prefillMsPerToken per prompt token of sequences admitted in that step; every running sequence
-       * gets one token per step. A sequence reserves input + output tokens of KV cache while it runs; at most
-       * `maxBatch` (the setpoint) sequences run at once.
+       * gets one token per step. KV cache (`kv`): a sequence reserves input + output tokens while it runs
+       * (`reserve`, the default), or takes blocks as its tokens are written and may be preempted when none is
+       * free (`paged`). At most `maxBatch` (the setpoint) sequences run at once.
        */
       readonly kind: 'llm'
       readonly prefillMsPerToken: number
       readonly decodeStepMs: number
       readonly decodeMsPerSeq: number
       readonly kvCapacityTokens: number
+      /** How KV cache is held: reserved up front (default) or paged blocks with preemption. */
+      readonly kv?: KvModel
       readonly noise?: ServiceNoise
     }
 
@@ -66,29 +75,12 @@ export interface SimConfig {
   readonly deadlineMs?: number
   /** Control interval (policy step period). Default 1000 ms. */
   readonly controlIntervalMs?: number
-}
-
-/** Latency summary of one phase over the run, in ms. */
-export interface LatencyStats {
-  readonly count: number
-  readonly mean: number
-  readonly p50: number
-  readonly p99: number
-  readonly p999: number
-  readonly max: number
-}
-
-/**
- * Per-minute series for charts. `arrivals`, `good` and `shed` count requests by the minute they arrived in;
- * `replicas` is the mean number alive; `p99Ms` is the p99 of requests completed in that minute.
- */
-export interface SimTimeline {
-  readonly minute: number[]
-  readonly arrivals: number[]
-  readonly good: number[]
-  readonly shed: number[]
-  readonly replicas: number[]
-  readonly p99Ms: Array<number | null>
+  /**
+   * Faults in what the policy sees (robustness runs): a share of observations missing (the policy gets an
+   * empty one, as when the collector has no data for the interval), and observations that are `staleMs` old
+   * (the policy sees the fleet as it was then, with `ageMs` set). Seeded by the simulation seed.
+   */
+  readonly observationFaults?: { readonly missingShare?: number; readonly staleMs?: number }
 }
 
 /** What a run produced. */
@@ -101,6 +93,8 @@ export interface SimResult {
   readonly shed: number
   readonly shedByClass: number[]
   readonly shedRateByClass: number[]
+  /** Share of each priority class's arrivals that were good (shed = not good). */
+  readonly attainmentByClass: number[]
   readonly shedByReason: Record<ShedReason, number>
   readonly latencyMs: {
     readonly e2e: LatencyStats
@@ -124,6 +118,8 @@ export interface SimResult {
   readonly scalingActions: number
   readonly replicas: { readonly min: number; readonly max: number; readonly mean: number }
   readonly meanBatchSize: number
+  /** LLM with paged KV: sequences preempted (evicted and queued again) over the run. */
+  readonly preemptions?: number
   readonly events: number
   readonly decisions: ReadonlyArray<{ readonly atMs: number; readonly reason: string }>
   readonly timeline: SimTimeline
@@ -141,59 +137,19 @@ export interface SimRunOptions {
 
 const EV_DONE = 1
 const EV_TIMER = 2
-const EV_READY = 3
 const EV_TICK = 4
 
-const ST_STARTING = 0
-const ST_IDLE = 1
-const ST_BUSY = 2
-const ST_GONE = 3
-
 const SHED_REASONS: readonly ShedReason[] = ['queue_full', 'concurrency', 'deadline', 'too_large']
-const BATCH_CAP = 4096
-const OBS_WINDOWS_S = [6, 10, 60] as const
-
-class Replica {
-  state = ST_STARTING
-  epoch = 0
-  draining = false
-  n = 0
-  kvUsed = 0
-  readonly seqs = new Int32Array(BATCH_CAP)
-  constructor(readonly id: number) {}
-}
-
-/** A growable FIFO ring of request slots. */
-class Ring {
-  buf = new Int32Array(1024)
-  head = 0
-  length = 0
-  push(v: number): void {
-    if (this.length === this.buf.length) {
-      const b = new Int32Array(this.buf.length * 2)
-      for (let i = 0; i < this.length; i++) b[i] = this.buf[(this.head + i) & (this.buf.length - 1)]!
-      this.buf = b
-      this.head = 0
-    }
-    this.buf[(this.head + this.length) & (this.buf.length - 1)] = v
-    this.length++
-  }
-  peek(): number {
-    return this.buf[this.head]!
-  }
-  shift(): number {
-    const v = this.buf[this.head]!
-    this.head = (this.head + 1) & (this.buf.length - 1)
-    this.length--
-    return v
-  }
-}
+const SHED_DEADLINE = 2
+const SHED_TOO_LARGE = 3
 
 /**
  * Runs a discrete-event simulation of a fleet under `policy`: arrivals from a trace or a seeded pattern, a
  * shared priority queue with admission limits, replicas that batch (dynamic batcher or continuous LLM
- * batching) and cold-start, and the policy stepping every control interval on the same observation the live
- * controller gets. Deterministic: the same config and seed give the same result.
+ * batching, KV reserved up front or paged) and cold-start, and the policy stepping every control interval on
+ * the same observation the live controller gets. Deterministic: the same config and seed give the same result.
+ * The parts live in their own modules: request slots (slots.ts), queues and admission (queues.ts), replicas and
+ * KV (replicas.ts), statistics (stats.ts); this file is the event loop and the dispatch.
  *
  * @example
  * ```ts
@@ -215,98 +171,53 @@ class Simulation {
   private readonly heap = new EventHeap(4096)
   private readonly rng: Rng
   private readonly noiseRng: Rng
+  private readonly faultRng: Rng
   private now = 0
   private events = 0
-  // Request slots.
-  private cap = 1 << 14
-  private arrivalMs = new Float64Array(this.cap)
-  private startMs = new Float64Array(this.cap)
-  private firstTokMs = new Float64Array(this.cap)
-  private inTok = new Int32Array(this.cap)
-  private outTok = new Int32Array(this.cap)
-  private generated = new Int32Array(this.cap)
-  private cls = new Uint8Array(this.cap)
-  private free = new Int32Array(this.cap)
-  private freeTop = 0
-  private used = 0
-  // Queues and admission.
+  private readonly slots = new RequestSlots()
+  private readonly q: ClassQueues
+  private readonly fleet: Fleet
+  private readonly kv: KvCache
   private readonly classes: number
   private readonly classCdf: Float64Array
-  private readonly queues: Ring[]
-  private queuedTotal = 0
-  private readonly inSysByClass: Int32Array
   private inSystem = 0
   private inService = 0
+  private lastConcChange = 0
+  private lastRunChange = 0
   private setpoints: Setpoints
   private policyState: unknown
   private timerAt = -1
-  // Replicas.
-  private readonly replicas: Replica[] = []
-  private live: Replica[] = []
-  private idle: Replica[] = []
-  private alive = 0
-  private readyCount = 0
-  private gpuMs = 0
-  private lastAliveChange = 0
-  private readyMs = 0
-  private lastReadyChange = 0
-  private minAlive = Infinity
-  private maxAlive = 0
-  private aliveTickSum = 0
-  private ticks = 0
-  // Whole-run stats.
+  // Whole run.
   private arrived = 0
-  private arrivedByClass: Float64Array
+  private readonly arrivedByClass: Float64Array
+  private readonly shedByClass: Float64Array
+  private readonly goodByClass: Float64Array
+  private readonly shedByReason = new Float64Array(SHED_REASONS.length)
   private completed = 0
   private good = 0
   private e2eWithin = 0
   private ttftWithin = 0
   private tpotWithin = 0
-  private readonly shedByClass: Float64Array
-  private readonly shedByReason = new Float64Array(SHED_REASONS.length)
-  private sumE2e = 0
-  private sumQueue = 0
-  private sumTtft = 0
-  private sumTpot = 0
-  private maxE2e = 0
-  private maxQueue = 0
-  private maxTtft = 0
-  private maxTpot = 0
-  private readonly hE2e: Histogram = newHistogram()
-  private readonly hQueue: Histogram = newHistogram()
-  private readonly hTtft: Histogram = newHistogram()
-  private readonly hTpot: Histogram = newHistogram()
+  private readonly sE2e = new PhaseStats()
+  private readonly sQueue = new PhaseStats()
+  private readonly sTtft = new PhaseStats()
+  private readonly sTpot = new PhaseStats()
   private batches = 0
   private batchItems = 0
+  private preemptions = 0
   private lastActivityMs = 0
   private scalingActions = 0
-  private readonly decisions: Array<{ atMs: number; reason: string }> = []
-  // Interval stats (reset every control interval).
-  private readonly iQueue = new LogHistogram()
-  private readonly iService = new LogHistogram()
-  private readonly iE2e = new LogHistogram()
-  private readonly iTtft = new LogHistogram()
-  private readonly iTpot = new LogHistogram()
-  private iBusyMs = 0
-  private iBatchItems = 0
-  private iBatches = 0
-  private iBatchMax = 0
-  private iCompleted = 0
-  private iShed = 0
-  private iGood = 0
-  private iArrivals = 0
-  private concIntegral = 0
-  private lastConcChange = 0
-  private readonly tickArrivals = new Float64Array(128)
-  private readonly tickConc = new Float64Array(128)
   private budgetBad = 0
   private budgetTotal = 0
-  // Timeline.
-  private readonly tl: SimTimeline = { minute: [], arrivals: [], good: [], shed: [], replicas: [], p99Ms: [] }
-  private readonly mTotal: number[] = []
-  private readonly mReplicaSamples: number[] = []
-  private readonly mHist = new LogHistogram()
-  private curMinute = -1
+  private minAlive = Infinity
+  private maxAlive = 0
+  private aliveTickSum = 0
+  private ticks = 0
+  private readonly decisions: Array<{ atMs: number; reason: string }> = []
+  private readonly iv = new IntervalStats()
+  private readonly windows = new TickWindows()
+  private readonly tl = new Timeline()
+  private readonly pastObs: FleetObservation[] = []
   // Config.
   private readonly isLlm: boolean
   private readonly fixedMs: number
@@ -319,13 +230,11 @@ class Simulation {
   private readonly sloTtft: number
   private readonly sloTpot: number
   private readonly deadline: number
-  private readonly coldMs: number
   private readonly warmMin: number
   private readonly maxReplicas: number
   private readonly prefillMsPerToken: number
   private readonly decodeStepMs: number
   private readonly decodeMsPerSeq: number
-  private readonly kvCap: number
 
   constructor(
     private readonly config: SimConfig,
@@ -334,6 +243,7 @@ class Simulation {
   ) {
     this.rng = new Rng(config.seed)
     this.noiseRng = new Rng(config.seed ^ 0x6e015e)
+    this.faultRng = new Rng(config.seed ^ 0xfa017)
     const shares = config.classShares && config.classShares.length > 0 ? config.classShares : [1]
     this.classes = Math.min(255, shares.length)
     this.classCdf = new Float64Array(this.classes)
@@ -344,10 +254,10 @@ class Simulation {
       this.classCdf[c] = acc
     }
     this.classCdf[this.classes - 1] = 1
-    this.queues = Array.from({ length: this.classes }, () => new Ring())
-    this.inSysByClass = new Int32Array(this.classes)
+    this.q = new ClassQueues(this.classes, this.slots)
     this.arrivedByClass = new Float64Array(this.classes)
     this.shedByClass = new Float64Array(this.classes)
+    this.goodByClass = new Float64Array(this.classes)
     const admission = Array.from(
       { length: this.classes },
       (_, c) =>
@@ -357,6 +267,7 @@ class Simulation {
         },
     )
     this.setpoints = { ...config.initial, admission, maxBatch: Math.min(BATCH_CAP, config.initial.maxBatch) }
+    this.q.setLimits(this.setpoints)
     const m = config.replica
     this.isLlm = m.kind === 'llm'
     this.fixedMs = m.kind === 'batch' ? m.service.fixedMs : 0
@@ -364,7 +275,10 @@ class Simulation {
     this.prefillMsPerToken = m.kind === 'llm' ? m.prefillMsPerToken : 0
     this.decodeStepMs = m.kind === 'llm' ? m.decodeStepMs : 0
     this.decodeMsPerSeq = m.kind === 'llm' ? m.decodeMsPerSeq : 0
-    this.kvCap = m.kind === 'llm' ? m.kvCapacityTokens : Infinity
+    this.kv = new KvCache(
+      m.kind === 'llm' ? (m.kv ?? { kind: 'reserve' }) : { kind: 'reserve' },
+      m.kind === 'llm' ? m.kvCapacityTokens : Infinity,
+    )
     const noise = m.noise ?? { kind: 'none' }
     this.noiseKind = noise.kind === 'none' ? 0 : noise.kind === 'exponential' ? 1 : 2
     this.noiseCv = noise.kind === 'lognormal' ? noise.cv : 0
@@ -374,7 +288,8 @@ class Simulation {
     this.sloTtft = this.isLlm ? (config.slo.ttftMs ?? Infinity) : Infinity
     this.sloTpot = this.isLlm ? (config.slo.tpotMs ?? Infinity) : Infinity
     this.deadline = config.deadlineMs ?? Infinity
-    this.coldMs = (config.coldStart?.loadMs ?? 60_000) + (config.coldStart?.warmupMs ?? 30_000)
+    const coldMs = (config.coldStart?.loadMs ?? 60_000) + (config.coldStart?.warmupMs ?? 30_000)
+    this.fleet = new Fleet(this.heap, coldMs)
     this.warmMin = config.warmPoolMin ?? 1
     this.maxReplicas = config.maxReplicas ?? 1000
     this.policyState = policy.init(this.setpoints)
@@ -388,7 +303,7 @@ class Simulation {
     let hasNext = src.next(draft)
     let nextArrival = hasNext ? draft.timeMs : Infinity
     const initial = Math.min(this.maxReplicas, Math.max(this.warmMin, this.setpoints.desiredReplicas))
-    for (let i = 0; i < initial; i++) this.addReplica(true)
+    for (let i = 0; i < initial; i++) this.fleet.add(true, 0)
     this.heap.push(this.intervalMs, EV_TICK, 0, 0)
     const heap = this.heap
     for (;;) {
@@ -406,7 +321,7 @@ class Simulation {
       this.events++
       const kind = heap.kind
       if (kind === EV_DONE) {
-        const r = this.replicas[heap.id]!
+        const r = this.fleet.all[heap.id]!
         if (r.epoch === heap.aux) {
           if (this.isLlm) this.onStepDone(r)
           else this.onBatchDone(r)
@@ -417,12 +332,9 @@ class Simulation {
           this.tryDispatch()
         }
       } else if (kind === EV_READY) {
-        const r = this.replicas[heap.id]!
+        const r = this.fleet.all[heap.id]!
         if (r.epoch === heap.aux && r.state === ST_STARTING) {
-          this.integrateReady()
-          r.state = ST_IDLE
-          this.readyCount++
-          this.idle.push(r)
+          this.fleet.markReady(r, this.now)
           this.tryDispatch()
         }
       } else if (kind === EV_TICK) {
@@ -437,159 +349,110 @@ class Simulation {
 
   // ---- requests -------------------------------------------------------------------------------------------
 
-  private alloc(): number {
-    if (this.freeTop > 0) return this.free[--this.freeTop]!
-    if (this.used === this.cap) this.growSlots()
-    return this.used++
-  }
-
-  private growSlots(): void {
-    const cap = this.cap * 2
-    const f64 = (a: Float64Array) => {
-      const b = new Float64Array(cap)
-      b.set(a)
-      return b
-    }
-    const i32 = (a: Int32Array) => {
-      const b = new Int32Array(cap)
-      b.set(a)
-      return b
-    }
-    this.arrivalMs = f64(this.arrivalMs)
-    this.startMs = f64(this.startMs)
-    this.firstTokMs = f64(this.firstTokMs)
-    this.inTok = i32(this.inTok)
-    this.outTok = i32(this.outTok)
-    this.generated = i32(this.generated)
-    const c = new Uint8Array(cap)
-    c.set(this.cls)
-    this.cls = c
-    this.free = i32(this.free)
-    this.cap = cap
-  }
-
   private integrateConc(): void {
-    this.concIntegral += this.inSystem * (this.now - this.lastConcChange)
+    this.iv.concIntegral += this.inSystem * (this.now - this.lastConcChange)
     this.lastConcChange = this.now
+  }
+
+  private integrateRun(): void {
+    this.iv.runIntegral += this.inService * (this.now - this.lastRunChange)
+    this.lastRunChange = this.now
   }
 
   private onArrival(d: ArrivalDraft): void {
     this.arrived++
-    this.iArrivals++
+    this.iv.arrivals++
     let c = 0
     if (this.classes > 1) {
       const u = this.rng.next()
       while (c < this.classes - 1 && u >= this.classCdf[c]!) c++
     }
     this.arrivedByClass[c]!++
-    this.minuteOf(this.now)
-    this.mTotal[this.curMinute]!++
-    this.tl.arrivals[this.curMinute]!++
-    const adm = this.setpoints.admission[c]!
-    if (this.queues[c]!.length >= adm.maxQueue) return this.shedNew(c, 0)
-    if (this.inSysByClass[c]! >= adm.maxConcurrency) return this.shedNew(c, 1)
-    if (this.isLlm && d.inputTokens + d.outputTokens > this.kvCap) return this.shedNew(c, 3)
-    const s = this.alloc()
-    this.arrivalMs[s] = d.timeMs
-    this.inTok[s] = d.inputTokens
-    this.outTok[s] = d.outputTokens
-    this.generated[s] = 0
-    this.cls[s] = c
-    this.queues[c]!.push(s)
-    this.queuedTotal++
+    const tl = this.tl
+    tl.minuteOf(this.now, this.fleet.alive)
+    tl.total[tl.current]!++
+    tl.series.arrivals[tl.current]!++
+    const verdict = this.q.admits(c)
+    if (verdict !== ADMIT) return this.shedNew(c, verdict)
+    if (this.isLlm && this.kv.tooLarge(d.inputTokens, d.outputTokens)) return this.shedNew(c, SHED_TOO_LARGE)
+    const slots = this.slots
+    const s = slots.alloc()
+    slots.arrivalMs[s] = d.timeMs
+    slots.inTok[s] = d.inputTokens
+    slots.outTok[s] = d.outputTokens
+    slots.generated[s] = 0
+    slots.blocks[s] = 0
+    slots.preempted[s] = 0
+    slots.cls[s] = c
+    this.q.enqueue(s, c)
     this.integrateConc()
     this.inSystem++
-    this.inSysByClass[c]!++
     this.tryDispatch()
   }
 
-  /** Sheds a request that never entered the system (counted in the current minute). */
-  private shedNew(c: number, reason: number, arrivalMinute = this.curMinute): void {
+  /** Sheds a request that never entered the system (counted in the minute it arrived in). */
+  private shedNew(c: number, reason: number, arrivalMinute = this.tl.current): void {
     this.shedByClass[c]!++
     this.shedByReason[reason]!++
-    this.iShed++
+    this.iv.shed++
     this.budgetBad++
     this.budgetTotal++
-    this.tl.shed[arrivalMinute]!++
+    this.tl.series.shed[arrivalMinute]!++
     this.lastActivityMs = this.now
   }
 
   /** Sheds a queued request at dispatch (deadline); it counts against the minute it arrived in. */
   private shedQueued(s: number): void {
-    const c = this.cls[s]!
-    this.minuteOf(this.now)
-    this.shedNew(c, 2, Math.floor(this.arrivalMs[s]! / 60_000))
+    this.tl.minuteOf(this.now, this.fleet.alive)
+    this.shedNew(this.slots.cls[s]!, SHED_DEADLINE, Math.floor(this.slots.arrivalMs[s]! / 60_000))
     this.leave(s)
   }
 
   private leave(s: number): void {
     this.integrateConc()
     this.inSystem--
-    this.inSysByClass[this.cls[s]!]!--
-    this.free[this.freeTop++] = s
+    this.q.leave(s)
+    this.slots.release(s)
   }
 
-  private dequeue(): number {
-    for (let c = 0; c < this.classes; c++) {
-      const q = this.queues[c]!
-      if (q.length > 0) {
-        this.queuedTotal--
-        return q.shift()
-      }
-    }
-    return -1
-  }
-
-  private peekQueued(): number {
-    for (let c = 0; c < this.classes; c++) {
-      const q = this.queues[c]!
-      if (q.length > 0) return q.peek()
-    }
-    return -1
-  }
-
-  private oldestQueuedMs(): number {
-    let t = Infinity
-    for (let c = 0; c < this.classes; c++) {
-      const q = this.queues[c]!
-      if (q.length > 0) {
-        const a = this.arrivalMs[q.peek()]!
-        if (a < t) t = a
-      }
-    }
-    return t
+  /** True when a queued request has waited past its class's queue timeout or cannot finish by the deadline. */
+  private late(s: number, estMs: number): boolean {
+    const a = this.slots.arrivalMs[s]!
+    return this.now - a > this.q.timeoutMs[this.slots.cls[s]!]! || this.now + estMs > a + this.deadline
   }
 
   private recordStart(s: number): void {
-    this.startMs[s] = this.now
-    const wait = this.now - this.arrivalMs[s]!
-    this.sumQueue += wait
-    if (wait > this.maxQueue) this.maxQueue = wait
-    this.hQueue.recordValue(toUs(wait))
-    this.iQueue.recordMs(wait)
+    const slots = this.slots
+    this.integrateRun()
     this.inService++
+    if (slots.preempted[s] === 1) return
+    slots.startMs[s] = this.now
+    const wait = this.now - slots.arrivalMs[s]!
+    this.sQueue.record(wait)
+    this.iv.queue.recordMs(wait)
+    this.iv.inputTokens += slots.inTok[s]!
   }
 
   private complete(s: number, ttftOk: boolean, tpotOk: boolean): void {
     const now = this.now
-    this.minuteOf(now)
-    const e2e = now - this.arrivalMs[s]!
-    this.sumE2e += e2e
-    if (e2e > this.maxE2e) this.maxE2e = e2e
-    this.hE2e.recordValue(toUs(e2e))
-    this.iE2e.recordMs(e2e)
-    this.mHist.recordMs(e2e)
+    this.tl.minuteOf(now, this.fleet.alive)
+    const e2e = now - this.slots.arrivalMs[s]!
+    this.sE2e.record(e2e)
+    this.iv.e2e.recordMs(e2e)
+    this.tl.hist.recordMs(e2e)
     this.completed++
-    this.iCompleted++
+    this.iv.completed++
+    this.integrateRun()
     this.inService--
     const e2eOk = e2e <= this.sloE2e
     if (e2eOk) this.e2eWithin++
     this.budgetTotal++
     if (e2eOk && ttftOk && tpotOk) {
       this.good++
-      this.iGood++
+      this.goodByClass[this.slots.cls[s]!]!++
+      this.iv.good++
       // Attainment per minute is by arrival: good and total count the same requests.
-      this.tl.good[Math.floor(this.arrivalMs[s]! / 60_000)]!++
+      this.tl.series.good[Math.floor(this.slots.arrivalMs[s]! / 60_000)]!++
     } else this.budgetBad++
     this.lastActivityMs = now
     this.leave(s)
@@ -598,12 +461,12 @@ class Simulation {
   // ---- dispatch -------------------------------------------------------------------------------------------
 
   private tryDispatch(): void {
-    const idle = this.idle
-    while (idle.length > 0 && this.queuedTotal > 0) {
+    const idle = this.fleet.idle
+    while (idle.length > 0 && this.q.queued > 0) {
       if (!this.isLlm) {
         const sp = this.setpoints
-        if (this.queuedTotal < sp.maxBatch && sp.batchWindowMs > 0) {
-          const due = this.oldestQueuedMs() + sp.batchWindowMs
+        if (this.q.queued < sp.maxBatch && sp.batchWindowMs > 0) {
+          const due = this.q.oldestArrivalMs() + sp.batchWindowMs
           if (this.now < due) {
             if (this.timerAt !== due) {
               this.timerAt = due
@@ -626,12 +489,12 @@ class Simulation {
   }
 
   private startBatch(r: Replica): boolean {
-    const target = Math.min(this.queuedTotal, this.setpoints.maxBatch)
+    const target = Math.min(this.q.queued, this.setpoints.maxBatch)
     const estMs = this.fixedMs + this.perItemMs * target
     let n = 0
-    while (n < target && this.queuedTotal > 0) {
-      const s = this.dequeue()
-      if (this.now + estMs > this.arrivalMs[s]! + this.deadline) {
+    while (n < target && this.q.queued > 0) {
+      const s = this.q.dequeue()
+      if (this.late(s, estMs)) {
         this.shedQueued(s)
         continue
       }
@@ -643,50 +506,59 @@ class Simulation {
     const serviceMs = (this.fixedMs + this.perItemMs * n) * this.noise()
     r.state = ST_BUSY
     this.heap.push(this.now + serviceMs, EV_DONE, r.id, r.epoch)
-    this.iBusyMs += serviceMs
-    this.iService.recordMs(serviceMs)
+    this.countBatch(serviceMs, n)
+    return true
+  }
+
+  private countBatch(serviceMs: number, n: number): void {
+    const iv = this.iv
+    iv.busyMs += serviceMs
+    iv.service.recordMs(serviceMs)
     this.batches++
     this.batchItems += n
-    this.iBatches++
-    this.iBatchItems += n
-    if (n > this.iBatchMax) this.iBatchMax = n
-    return true
+    iv.batches++
+    iv.batchItems += n
+    if (n > iv.batchMax) iv.batchMax = n
   }
 
   private onBatchDone(r: Replica): void {
     for (let i = 0; i < r.n; i++) this.complete(r.seqs[i]!, true, true)
     r.n = 0
-    this.afterWork(r)
+    this.fleet.afterWork(r, this.now)
     this.tryDispatch()
   }
 
-  private afterWork(r: Replica): void {
-    if (r.draining) this.retire(r)
-    else {
-      r.state = ST_IDLE
-      this.idle.push(r)
-    }
-  }
-
+  /**
+   * One LLM step: paged KV first finds a block for every running sequence whose next token opens one
+   * (preempting the newest sequences when none is free), then new sequences join while KV and the max batch
+   * allow; the step costs a fixed part, a part per running sequence and the prefill of what joined.
+   */
   private startStep(r: Replica): boolean {
+    const slots = this.slots
+    const kv = this.kv
+    if (kv.paged) this.growBlocks(r)
     const old = r.n
     let newTokens = 0
     if (!r.draining) {
       const max = this.setpoints.maxBatch
-      while (r.n < max && this.queuedTotal > 0) {
-        const s = this.peekQueued()
-        const need = this.inTok[s]! + this.outTok[s]!
-        if (r.kvUsed + need > this.kvCap) break
-        this.dequeue()
-        const estMs = this.decodeStepMs + this.prefillMsPerToken * this.inTok[s]!
-        if (this.now + estMs > this.arrivalMs[s]! + this.deadline) {
+      while (r.n < max && this.q.queued > 0) {
+        const s = this.q.peek()
+        const need = kv.admitNeed(slots.inTok[s]!, slots.outTok[s]!, slots.generated[s]!)
+        if (r.kvUsed + need > kv.capacity) break
+        this.q.dequeue()
+        // A preempted sequence recomputes its prompt and the tokens it had generated.
+        const prefill = slots.inTok[s]! + (slots.preempted[s] === 1 ? slots.generated[s]! : 0)
+        const estMs = this.decodeStepMs + this.prefillMsPerToken * prefill
+        if (slots.preempted[s] === 0 && this.late(s, estMs)) {
           this.shedQueued(s)
           continue
         }
         this.recordStart(s)
+        slots.preempted[s] = 0
         r.seqs[r.n++] = s
         r.kvUsed += need
-        newTokens += this.inTok[s]!
+        slots.blocks[s] = need
+        newTokens += prefill
       }
     }
     if (r.n === 0) return false
@@ -694,236 +566,169 @@ class Simulation {
       (this.decodeStepMs + this.decodeMsPerSeq * old + this.prefillMsPerToken * newTokens) * this.noise()
     r.state = ST_BUSY
     this.heap.push(this.now + stepMs, EV_DONE, r.id, r.epoch)
-    this.iBusyMs += stepMs
-    this.iService.recordMs(stepMs)
+    this.iv.busyMs += stepMs
+    this.iv.service.recordMs(stepMs)
     const admitted = r.n - old
     if (admitted > 0) {
+      const iv = this.iv
       this.batches++
       this.batchItems += r.n
-      this.iBatches++
-      this.iBatchItems += r.n
-      if (r.n > this.iBatchMax) this.iBatchMax = r.n
+      iv.batches++
+      iv.batchItems += r.n
+      if (r.n > iv.batchMax) iv.batchMax = r.n
     }
     return true
   }
 
-  private onStepDone(r: Replica): void {
-    const now = this.now
+  /** Paged KV: a block for each running sequence whose next token opens one; preempts the newest when full. */
+  private growBlocks(r: Replica): void {
+    const slots = this.slots
+    const kv = this.kv
     let i = 0
     while (i < r.n) {
       const s = r.seqs[i]!
-      const g = ++this.generated[s]!
+      // Blocks for what it holds once this step writes its next token.
+      const want = kv.blocksHeld(slots.inTok[s]! + slots.generated[s]! + 1)
+      const more = want - slots.blocks[s]!
+      if (more > 0) {
+        while (r.kvUsed + more > kv.capacity && r.n - 1 > i) this.preempt(r, r.n - 1)
+        if (r.kvUsed + more > kv.capacity) {
+          this.preempt(r, i)
+          continue
+        }
+        r.kvUsed += more
+        slots.blocks[s] = want
+      }
+      i++
+    }
+  }
+
+  /** Evicts the sequence at index `i` of replica `r`: frees its blocks and queues it again at the front. */
+  private preempt(r: Replica, i: number): void {
+    const s = r.seqs[i]!
+    r.kvUsed -= this.slots.blocks[s]!
+    this.slots.blocks[s] = 0
+    this.slots.preempted[s] = 1
+    r.seqs[i] = r.seqs[--r.n]!
+    this.integrateRun()
+    this.inService--
+    this.q.requeueFront(s)
+    this.preemptions++
+    this.iv.preemptions++
+  }
+
+  private onStepDone(r: Replica): void {
+    const now = this.now
+    const slots = this.slots
+    this.iv.outputTokens += r.n
+    let i = 0
+    while (i < r.n) {
+      const s = r.seqs[i]!
+      const g = ++slots.generated[s]!
       if (g === 1) {
-        this.firstTokMs[s] = now
-        const ttft = now - this.arrivalMs[s]!
-        this.sumTtft += ttft
-        if (ttft > this.maxTtft) this.maxTtft = ttft
-        this.hTtft.recordValue(toUs(ttft))
-        this.iTtft.recordMs(ttft)
+        slots.firstTokMs[s] = now
+        const ttft = now - slots.arrivalMs[s]!
+        this.sTtft.record(ttft)
+        this.iv.ttft.recordMs(ttft)
         if (ttft <= this.sloTtft) this.ttftWithin++
       }
-      if (g >= this.outTok[s]!) {
-        const ttftOk = this.firstTokMs[s]! - this.arrivalMs[s]! <= this.sloTtft
+      if (g >= slots.outTok[s]!) {
+        const ttftOk = slots.firstTokMs[s]! - slots.arrivalMs[s]! <= this.sloTtft
         let tpotOk = true
-        if (this.outTok[s]! > 1) {
-          const tpot = (now - this.firstTokMs[s]!) / (this.outTok[s]! - 1)
-          this.sumTpot += tpot
-          if (tpot > this.maxTpot) this.maxTpot = tpot
-          this.hTpot.recordValue(toUs(tpot))
-          this.iTpot.recordMs(tpot)
+        if (slots.outTok[s]! > 1) {
+          const tpot = (now - slots.firstTokMs[s]!) / (slots.outTok[s]! - 1)
+          this.sTpot.record(tpot)
+          this.iv.tpot.recordMs(tpot)
           tpotOk = tpot <= this.sloTpot
         }
         if (tpotOk) this.tpotWithin++
-        r.kvUsed -= this.inTok[s]! + this.outTok[s]!
+        r.kvUsed -= slots.blocks[s]!
+        slots.blocks[s] = 0
         this.complete(s, ttftOk, tpotOk)
         r.seqs[i] = r.seqs[--r.n]!
       } else i++
     }
-    if (!this.startStep(r)) this.afterWork(r)
-  }
-
-  // ---- replicas -------------------------------------------------------------------------------------------
-
-  private integrateGpu(): void {
-    this.gpuMs += this.alive * (this.now - this.lastAliveChange)
-    this.lastAliveChange = this.now
-  }
-
-  private integrateReady(): void {
-    this.readyMs += this.readyCount * (this.now - this.lastReadyChange)
-    this.lastReadyChange = this.now
-  }
-
-  private addReplica(ready: boolean): void {
-    const r = new Replica(this.replicas.length)
-    this.replicas.push(r)
-    this.live.push(r)
-    this.integrateGpu()
-    this.alive++
-    if (ready) {
-      this.integrateReady()
-      r.state = ST_IDLE
-      this.readyCount++
-      this.idle.push(r)
-    } else {
-      r.state = ST_STARTING
-      this.heap.push(this.now + this.coldMs, EV_READY, r.id, r.epoch)
-    }
-  }
-
-  private retire(r: Replica): void {
-    this.integrateGpu()
-    this.alive--
-    if (r.state === ST_IDLE || r.state === ST_BUSY) {
-      this.integrateReady()
-      this.readyCount--
-    }
-    r.state = ST_GONE
-    r.epoch++
-    r.draining = false
-    this.live = this.live.filter((x) => x !== r)
-  }
-
-  private scaleTo(desiredIn: number): void {
-    const desired = Math.min(this.maxReplicas, Math.max(this.warmMin, desiredIn))
-    let active = 0
-    for (const r of this.live) if (!r.draining) active++
-    if (desired > active) {
-      for (const r of this.live) {
-        if (active >= desired) break
-        if (r.draining) {
-          r.draining = false
-          active++
-        }
-      }
-      while (active < desired) {
-        this.addReplica(false)
-        active++
-      }
-    } else if (desired < active) {
-      let excess = active - desired
-      const byPreference = [
-        ...this.live.filter((r) => r.state === ST_STARTING).reverse(),
-        ...this.live.filter((r) => r.state === ST_IDLE),
-        ...this.live.filter((r) => r.state === ST_BUSY && !r.draining),
-      ]
-      for (const r of byPreference) {
-        if (excess === 0) break
-        excess--
-        if (r.state === ST_BUSY) r.draining = true
-        else this.retire(r)
-      }
-      this.idle = this.live.filter((r) => r.state === ST_IDLE)
-    }
+    if (!this.startStep(r)) this.fleet.afterWork(r, now)
   }
 
   // ---- control --------------------------------------------------------------------------------------------
 
-  private minuteOf(t: number): void {
-    const m = Math.floor(t / 60_000)
-    if (m <= this.curMinute) return
-    while (this.curMinute < m) {
-      if (this.curMinute >= 0) this.closeMinute()
-      this.curMinute++
-      this.tl.minute.push(this.curMinute)
-      this.tl.arrivals.push(0)
-      this.tl.good.push(0)
-      this.tl.shed.push(0)
-      this.tl.replicas.push(0)
-      this.tl.p99Ms.push(null)
-      this.mTotal.push(0)
-      this.mReplicaSamples.push(0)
-    }
-  }
-
-  private closeMinute(): void {
-    const m = this.curMinute
-    this.tl.p99Ms[m] = this.mHist.percentileMs(0.99)
-    this.mHist.reset()
-    const samples = this.mReplicaSamples[m]!
-    this.tl.replicas[m] = samples > 0 ? this.tl.replicas[m]! / samples : this.alive
-  }
-
   private onTick(): void {
     const now = this.now
-    this.minuteOf(now)
+    const fleet = this.fleet
+    const tl = this.tl
+    tl.minuteOf(now, fleet.alive)
     this.ticks++
-    this.aliveTickSum += this.alive
-    if (this.alive < this.minAlive) this.minAlive = this.alive
-    if (this.alive > this.maxAlive) this.maxAlive = this.alive
-    this.tl.replicas[this.curMinute]! += this.alive
-    this.mReplicaSamples[this.curMinute]!++
+    this.aliveTickSum += fleet.alive
+    if (fleet.alive < this.minAlive) this.minAlive = fleet.alive
+    if (fleet.alive > this.maxAlive) this.maxAlive = fleet.alive
+    tl.sampleReplicas(fleet.alive)
     this.integrateConc()
-    this.integrateReady()
-    const slot = this.ticks % 128
-    this.tickArrivals[slot] = this.iArrivals
-    this.tickConc[slot] = this.concIntegral / this.intervalMs
-    const arrivalRps: Record<number, number> = {}
-    const concurrency: Record<number, number> = {}
-    for (const w of OBS_WINDOWS_S) {
-      const n = Math.max(1, Math.min(this.ticks, Math.round((w * 1000) / this.intervalMs), 127))
-      let a = 0
-      let c = 0
-      for (let k = 0; k < n; k++) {
-        const i = (this.ticks - k + 128) % 128
-        a += this.tickArrivals[i]!
-        c += this.tickConc[i]!
-      }
-      arrivalRps[w] = a / ((n * this.intervalMs) / 1000)
-      concurrency[w] = c / n
-    }
-    let ready = 0
-    let starting = 0
-    for (const r of this.live) {
-      if (r.state === ST_STARTING) starting++
-      else if (!r.draining) ready++
-    }
+    fleet.integrateReady(now)
+    this.integrateRun()
+    const iv = this.iv
+    this.windows.push(this.ticks, iv.arrivals, iv.concIntegral / this.intervalMs)
+    const { arrivalRps, concurrency } = this.windows.averages(this.ticks, this.intervalMs)
     const allowed = (1 - this.objective) * this.budgetTotal
-    const intervalTotal = this.iCompleted + this.iShed
-    const intervalBad = intervalTotal - this.iGood
+    const intervalTotal = iv.completed + iv.shed
+    const intervalBad = intervalTotal - iv.good
     const obs: FleetObservation = {
       intervalMs: this.intervalMs,
       arrivalRps,
       latencyMs: {
-        queue: pct(this.iQueue),
-        service: pct(this.iService),
-        e2e: pct(this.iE2e),
-        ttft: pct(this.iTtft),
-        tpot: pct(this.iTpot),
+        queue: iv.percentiles(iv.queue),
+        service: iv.percentiles(iv.service),
+        e2e: iv.percentiles(iv.e2e),
+        ttft: iv.percentiles(iv.ttft),
+        tpot: iv.percentiles(iv.tpot),
       },
-      queueDepth: this.queuedTotal,
-      queueDepthByClass: this.queues.map((q) => q.length),
+      queueDepth: this.q.queued,
+      queueDepthByClass: this.q.depthByClass(),
       inFlight: this.inService,
       concurrency,
-      batchSize: { mean: this.iBatches > 0 ? this.iBatchItems / this.iBatches : 0, max: this.iBatchMax },
+      batchSize: { mean: iv.batches > 0 ? iv.batchItems / iv.batches : 0, max: iv.batchMax },
       errorBudget: {
         remaining: allowed > 0 ? 1 - this.budgetBad / allowed : 1,
         burnRate: intervalTotal > 0 ? intervalBad / intervalTotal / (1 - this.objective) : 0,
       },
-      gpuUtilization: this.readyMs > 0 ? Math.min(1, this.iBusyMs / this.readyMs) : 0,
-      replicas: { ready, starting },
-      completed: this.iCompleted,
-      shed: this.iShed,
+      gpuUtilization: fleet.readyMs > 0 ? Math.min(1, iv.busyMs / fleet.readyMs) : 0,
+      replicas: fleet.counts(),
+      completed: iv.completed,
+      shed: iv.shed,
+      ...(iv.service.count > 0 ? { serviceMeanMs: iv.busyMs / iv.service.count } : {}),
+      ...(this.isLlm
+        ? {
+            llm: {
+              running: iv.runIntegral / this.intervalMs,
+              inputTokens: iv.inputTokens,
+              outputTokens: iv.outputTokens,
+              kvUsage: fleet.kvUsage(this.kv.capacity),
+              preemptions: iv.preemptions,
+            },
+          }
+        : {}),
     }
-    const out = this.policy.step(this.policyState, obs, now)
+    const out = this.policy.step(this.policyState, this.faulty(obs), now)
     this.policyState = out.state
     this.apply(out.actions)
-    // Reset the interval.
-    this.iQueue.reset()
-    this.iService.reset()
-    this.iE2e.reset()
-    this.iTtft.reset()
-    this.iTpot.reset()
-    this.iBusyMs = 0
-    this.iBatchItems = 0
-    this.iBatches = 0
-    this.iBatchMax = 0
-    this.iCompleted = 0
-    this.iShed = 0
-    this.iGood = 0
-    this.iArrivals = 0
-    this.concIntegral = 0
-    this.readyMs = 0
+    iv.reset()
+    fleet.readyMs = 0
+  }
+
+  /** Applies the configured observation faults: a missing (empty) observation, or one from `staleMs` ago. */
+  private faulty(obs: FleetObservation): FleetObservation {
+    const f = this.config.observationFaults
+    if (!f) return obs
+    let out = obs
+    const staleMs = f.staleMs ?? 0
+    if (staleMs > 0) {
+      const lag = Math.round(staleMs / this.intervalMs)
+      this.pastObs.push(obs)
+      if (this.pastObs.length > lag + 1) this.pastObs.shift()
+      out = { ...this.pastObs[0]!, ageMs: staleMs }
+    }
+    if ((f.missingShare ?? 0) > 0 && this.faultRng.next() < f.missingShare!) out = emptyObservation(obs)
+    return out
   }
 
   private apply(actions: readonly Action[]): void {
@@ -931,12 +736,14 @@ class Simulation {
     const before = this.setpoints
     const next = applyActions(before, actions)
     this.setpoints = { ...next, maxBatch: Math.min(BATCH_CAP, next.maxBatch) }
+    if (next.admission !== before.admission) this.q.setLimits(this.setpoints)
     const max = this.options.maxDecisions ?? 500
     for (const a of actions)
       if (this.decisions.length < max) this.decisions.push({ atMs: this.now, reason: a.reason })
     if (next.desiredReplicas !== before.desiredReplicas) {
       this.scalingActions++
-      this.scaleTo(next.desiredReplicas)
+      const desired = Math.min(this.maxReplicas, Math.max(this.warmMin, next.desiredReplicas))
+      this.fleet.scaleTo(desired, this.now)
     }
     this.tryDispatch()
   }
@@ -944,13 +751,9 @@ class Simulation {
   private finish(): SimResult {
     const end = Math.max(this.lastActivityMs, 1)
     this.now = end
-    this.integrateGpu()
-    if (this.curMinute >= 0) this.closeMinute()
-    let violations = 0
-    for (let m = 0; m < this.tl.minute.length; m++) {
-      const total = this.mTotal[m]!
-      if (total > 0 && this.tl.good[m]! / total < this.objective) violations++
-    }
+    const fleet = this.fleet
+    fleet.integrateGpu(end)
+    if (this.tl.current >= 0) this.tl.close(fleet.alive)
     const arrived = this.arrived
     const share = (n: number) => (arrived > 0 ? n / arrived : 1)
     const shed = this.shedByClass.reduce((a, b) => a + b, 0)
@@ -967,58 +770,57 @@ class Simulation {
       shedRateByClass: Array.from(this.shedByClass, (s, c) =>
         this.arrivedByClass[c]! > 0 ? s / this.arrivedByClass[c]! : 0,
       ),
+      attainmentByClass: Array.from(this.goodByClass, (g, c) =>
+        this.arrivedByClass[c]! > 0 ? g / this.arrivedByClass[c]! : 1,
+      ),
       shedByReason,
       latencyMs: {
-        e2e: stats(this.hE2e, this.sumE2e, this.maxE2e),
-        queue: stats(this.hQueue, this.sumQueue, this.maxQueue),
-        ...(this.isLlm
-          ? {
-              ttft: stats(this.hTtft, this.sumTtft, this.maxTtft),
-              tpot: stats(this.hTpot, this.sumTpot, this.maxTpot),
-            }
-          : {}),
+        e2e: this.sE2e.summary(),
+        queue: this.sQueue.summary(),
+        ...(this.isLlm ? { ttft: this.sTtft.summary(), tpot: this.sTpot.summary() } : {}),
       },
       attainment: {
         overall: share(this.good),
         e2e: share(this.e2eWithin),
         ...(this.isLlm ? { ttft: share(this.ttftWithin), tpot: share(this.tpotWithin) } : {}),
       },
-      sloViolationMinutes: violations,
+      sloViolationMinutes: this.tl.violationMinutes(this.objective),
       goodputRps: this.good / (end / 1000),
       throughputRps: this.completed / (end / 1000),
-      gpuHours: this.gpuMs / 3_600_000,
+      gpuHours: fleet.gpuMs / 3_600_000,
       scalingActions: this.scalingActions,
       replicas: {
-        min: Number.isFinite(this.minAlive) ? this.minAlive : this.alive,
-        max: Math.max(this.maxAlive, this.alive),
-        mean: this.ticks > 0 ? this.aliveTickSum / this.ticks : this.alive,
+        min: Number.isFinite(this.minAlive) ? this.minAlive : fleet.alive,
+        max: Math.max(this.maxAlive, fleet.alive),
+        mean: this.ticks > 0 ? this.aliveTickSum / this.ticks : fleet.alive,
       },
       meanBatchSize: this.batches > 0 ? this.batchItems / this.batches : 0,
+      ...(this.kv.paged ? { preemptions: this.preemptions } : {}),
       events: this.events,
       decisions: this.decisions,
-      timeline: this.tl,
+      timeline: this.tl.series,
     }
   }
 }
 
-function toUs(ms: number): number {
-  const us = Math.round(ms * 1000)
-  return us > HISTOGRAM_HIGHEST_US ? HISTOGRAM_HIGHEST_US : us < 0 ? 0 : us
-}
+const NO_DATA: PhasePercentilesMs = { p50: null, p99: null, count: 0 }
 
-function pct(h: LogHistogram): PhasePercentilesMs {
-  return { p50: h.percentileMs(0.5), p99: h.percentileMs(0.99), count: h.count }
-}
-
-function stats(h: Histogram, sum: number, max: number): LatencyStats {
-  const n = h.totalCount
-  if (n === 0) return { count: 0, mean: 0, p50: 0, p99: 0, p999: 0, max: 0 }
+/** What a policy sees for an interval with no data: nothing arrived, completed or was measured. */
+function emptyObservation(obs: FleetObservation): FleetObservation {
+  const zero = (r: Readonly<Record<number, number>>) => Object.fromEntries(Object.keys(r).map((k) => [k, 0]))
   return {
-    count: n,
-    mean: sum / n,
-    p50: h.getValueAtPercentile(50) / 1000,
-    p99: h.getValueAtPercentile(99) / 1000,
-    p999: h.getValueAtPercentile(99.9) / 1000,
-    max,
+    intervalMs: obs.intervalMs,
+    arrivalRps: zero(obs.arrivalRps),
+    latencyMs: { queue: NO_DATA, service: NO_DATA, e2e: NO_DATA, ttft: NO_DATA, tpot: NO_DATA },
+    queueDepth: 0,
+    queueDepthByClass: obs.queueDepthByClass.map(() => 0),
+    inFlight: 0,
+    concurrency: zero(obs.concurrency),
+    batchSize: { mean: 0, max: 0 },
+    errorBudget: { remaining: 1, burnRate: 0 },
+    gpuUtilization: 0,
+    replicas: { ready: 0, starting: 0 },
+    completed: 0,
+    shed: 0,
   }
 }

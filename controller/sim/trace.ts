@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { packageRoot } from '../../collector/index.js'
 /**
  * Reader for the Azure LLM inference trace CSV format (Azure Public Dataset, "Azure LLM inference trace
  * 2023", CC-BY 4.0; Patel et al., "Splitwise", ISCA 2024): a header `TIMESTAMP,ContextTokens,GeneratedTokens`
@@ -37,55 +36,20 @@ const TIME_RE = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?
  */
 export function parseAzureTrace(text: string): { ok: true; trace: Trace } | { ok: false; error: TraceError } {
   const lines = text.split('\n')
-  const header = (lines[0] ?? '').replace(/\r$/, '').replace(/^\uFEFF/, '')
-  const cols = header.split(',').map((c) => c.trim().toLowerCase())
-  const ti = cols.indexOf('timestamp')
-  const ci = cols.indexOf('contexttokens')
-  const gi = cols.indexOf('generatedtokens')
-  if (ti < 0 || ci < 0 || gi < 0)
-    return {
-      ok: false,
-      error: {
-        line: 1,
-        message: `expected header TIMESTAMP,ContextTokens,GeneratedTokens, got "${header.slice(0, 80)}"`,
-      },
-    }
+  const cols = traceColumns(lines[0] ?? '')
+  if ('line' in cols) return { ok: false, error: cols }
   const times: number[] = []
   const ins: number[] = []
   const outs: number[] = []
+  const row: TraceRow = { timeMs: 0, inputTokens: 0, outputTokens: 0 }
   for (let i = 1; i < lines.length; i++) {
     const raw = lines[i]!.replace(/\r$/, '')
     if (raw.trim() === '') continue
-    const f = raw.split(',')
-    if (f.length !== cols.length)
-      return {
-        ok: false,
-        error: {
-          line: i + 1,
-          message: `expected ${cols.length} fields, got ${f.length}: "${raw.slice(0, 80)}"`,
-        },
-      }
-    const t = parseTimestamp(f[ti]!.trim())
-    if (t === undefined)
-      return {
-        ok: false,
-        error: { line: i + 1, message: `TIMESTAMP: not a time like 2023-11-16 18:15:46.68: "${f[ti]}"` },
-      }
-    const ctx = Number(f[ci]!.trim())
-    const gen = Number(f[gi]!.trim())
-    if (!Number.isInteger(ctx) || ctx < 0)
-      return {
-        ok: false,
-        error: { line: i + 1, message: `ContextTokens: not a non-negative integer: "${f[ci]}"` },
-      }
-    if (!Number.isInteger(gen) || gen < 0)
-      return {
-        ok: false,
-        error: { line: i + 1, message: `GeneratedTokens: not a non-negative integer: "${f[gi]}"` },
-      }
-    times.push(t)
-    ins.push(ctx)
-    outs.push(gen)
+    const error = parseTraceRow(raw, cols, row)
+    if (error !== undefined) return { ok: false, error: { line: i + 1, message: error } }
+    times.push(row.timeMs)
+    ins.push(row.inputTokens)
+    outs.push(row.outputTokens)
   }
   if (times.length === 0) return { ok: false, error: { line: 2, message: 'the trace holds no requests' } }
   const order = times.map((_, i) => i)
@@ -109,12 +73,82 @@ export function parseAzureTrace(text: string): { ok: true; trace: Trace } | { ok
   }
 }
 
+/** Where the three columns are in a trace's header (0-based), and how many fields a row has. */
+export interface TraceColumns {
+  readonly time: number
+  readonly input: number
+  readonly output: number
+  readonly count: number
+}
+
+/** One parsed row: absolute time (ms since the epoch) and token counts. */
+export interface TraceRow {
+  timeMs: number
+  inputTokens: number
+  outputTokens: number
+}
+
+/**
+ * Finds the TIMESTAMP, ContextTokens and GeneratedTokens columns in a header line (case-insensitive, BOM and
+ * CR tolerated), or the error for line 1.
+ *
+ * @example traceColumns('TIMESTAMP,ContextTokens,GeneratedTokens') // { time: 0, input: 1, output: 2, count: 3 }
+ */
+export function traceColumns(headerLine: string): TraceColumns | TraceError {
+  const header = headerLine.replace(/\r$/, '').replace(/^\uFEFF/, '')
+  const cols = header.split(',').map((c) => c.trim().toLowerCase())
+  const time = cols.indexOf('timestamp')
+  const input = cols.indexOf('contexttokens')
+  const output = cols.indexOf('generatedtokens')
+  if (time < 0 || input < 0 || output < 0)
+    return {
+      line: 1,
+      message: `expected header TIMESTAMP,ContextTokens,GeneratedTokens, got "${header.slice(0, 80)}"`,
+    }
+  return { time, input, output, count: cols.length }
+}
+
+/**
+ * Parses one data line (no line break) into `row`; returns what is wrong with it, or undefined.
+ *
+ * @example parseTraceRow('2023-11-16 18:15:46.68,374,44', cols, row) // undefined, row.inputTokens === 374
+ */
+export function parseTraceRow(raw: string, cols: TraceColumns, row: TraceRow): string | undefined {
+  const f = raw.split(',')
+  if (f.length !== cols.count) return `expected ${cols.count} fields, got ${f.length}: "${raw.slice(0, 80)}"`
+  const t = parseTimestamp(f[cols.time]!.trim())
+  if (t === undefined) return `TIMESTAMP: not a time like 2023-11-16 18:15:46.68: "${f[cols.time]}"`
+  const ctx = Number(f[cols.input]!.trim())
+  const gen = Number(f[cols.output]!.trim())
+  if (!Number.isInteger(ctx) || ctx < 0)
+    return `ContextTokens: not a non-negative integer: "${f[cols.input]}"`
+  if (!Number.isInteger(gen) || gen < 0)
+    return `GeneratedTokens: not a non-negative integer: "${f[cols.output]}"`
+  row.timeMs = t
+  row.inputTokens = ctx
+  row.outputTokens = gen
+  return undefined
+}
+
+const SECONDS_RE = /^\d{2}(?:\.\d+)?Z?$/
+let cachedPrefix = ''
+let cachedBaseMs = 0
+
 function parseTimestamp(s: string): number | undefined {
+  // Fast path for rows in the same minute as the last one: only the seconds change.
+  if (cachedPrefix !== '' && s.startsWith(cachedPrefix) && s.charCodeAt(16) === 58) {
+    const rest = s.slice(17)
+    if (SECONDS_RE.test(rest)) return cachedBaseMs + Number(rest.replace(/Z$/, '')) * 1000
+  }
   const m = TIME_RE.exec(s)
   if (!m) return undefined
   const frac = m[7] ? Number('0.' + m[7]) * 1000 : 0
-  const ms = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!) + frac
-  return Number.isFinite(ms) ? ms : undefined
+  const base = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, 0)
+  const ms = base + +m[6]! * 1000 + frac
+  if (!Number.isFinite(ms)) return undefined
+  cachedPrefix = s.slice(0, 16)
+  cachedBaseMs = base
+  return ms
 }
 
 /**
@@ -125,23 +159,16 @@ function parseTimestamp(s: string): number | undefined {
 export const AZURE_TRACE_ATTRIBUTION =
   'Azure LLM inference trace 2023 (Azure Public Dataset, CC-BY 4.0); Patel et al., "Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024.'
 
-/**
- * Finds `shared/traces/<file>` in a folder above this package (a clean clone has `shared/` beside the repo),
- * from the sources or from the compiled dist/. Returns undefined when there is none.
- *
- * @example findSharedTrace('azure-llm-2023-conv.csv') // '/work/shared/traces/azure-llm-2023-conv.csv'
- */
-export function findSharedTrace(file: string): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url))
-  for (let i = 0; i < 6; i++) {
-    const p = join(dir, 'shared', 'traces', file)
-    if (existsSync(p)) return p
-    const up = dirname(dir)
-    if (up === dir) break
-    dir = up
-  }
-  return undefined
-}
-
 /** The trace the demo and the examples use by default. */
 export const DEFAULT_TRACE_FILE = 'azure-llm-2023-conv.csv'
+
+/**
+ * Where the package keeps the traces it ships (`controller/sim/traces/`, with their attribution in the
+ * README.md beside them), resolved from the package root so it works from a clone and from the compiled
+ * `dist/`. The default trace is the Azure conversation trace that `tailguard sim` and the demo replay.
+ *
+ * @example shippedTracePath() // '<package root>/controller/sim/traces/azure-llm-2023-conv.csv'
+ */
+export function shippedTracePath(file: string = DEFAULT_TRACE_FILE): string {
+  return join(packageRoot(), 'controller', 'sim', 'traces', file)
+}

@@ -3,6 +3,7 @@ import { Header } from './components/header.js'
 import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
 import { GpusPage } from './pages/gpus.js'
+import { NotFound } from './pages/not-found.js'
 import { ServiceDetail } from './pages/service-detail.js'
 import { ServiceList } from './pages/service-list.js'
 import { SloDetail } from './pages/slo-detail.js'
@@ -35,6 +36,8 @@ export function App() {
         <SloDetail key={route.name} name={route.name} />
       ) : route.page === 'gpus' ? (
         <GpusPage route={route} navigate={navigate} />
+      ) : route.page === 'not-found' ? (
+        <NotFound what={route.path} reason="The dashboard has no page at this address." />
       ) : (
         <ServiceList />
       )}

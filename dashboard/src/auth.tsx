@@ -7,7 +7,7 @@
  * const { token, signOut } = useAuth()
  * ```
  */
-import { createContext, useCallback, useContext, useMemo, useState } from 'react'
+import { createContext, useCallback, useContext, useEffect, useMemo, useState } from 'react'
 import type { ReactNode } from 'react'
 import { takeToken } from './lib/route.js'
 
@@ -28,13 +28,22 @@ function storage(): Storage | null {
  * @example const token = initialToken() // null when the user must sign in
  */
 export function initialToken(): string | null {
+  return consumeToken() ?? storage()?.getItem(STORAGE_KEY) ?? null
+}
+
+/**
+ * Takes a token out of the current fragment: stores it, strips it from the address bar (`replaceState`, so it
+ * stays out of history) and tells the router the fragment changed. `null` when the fragment holds none.
+ *
+ * @example window.addEventListener('hashchange', () => consumeToken())
+ */
+export function consumeToken(): string | null {
   const { token, hash } = takeToken(window.location.hash)
-  if (token !== null) {
-    storage()?.setItem(STORAGE_KEY, token)
-    window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`)
-    return token
-  }
-  return storage()?.getItem(STORAGE_KEY) ?? null
+  if (token === null) return null
+  storage()?.setItem(STORAGE_KEY, token)
+  window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`)
+  window.dispatchEvent(new HashChangeEvent('hashchange'))
+  return token
 }
 
 /** What components read from {@link AuthProvider}. */
@@ -66,6 +75,15 @@ export function AuthProvider(props: { initial: string | null; children: ReactNod
     setProblem(why ?? null)
     setToken(null)
   }, [])
+  // A token pasted into the fragment of an open tab is taken at once (no reload) and stripped from the URL.
+  useEffect(() => {
+    const onHash = () => {
+      const t = consumeToken()
+      if (t !== null) signIn(t)
+    }
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [signIn])
   const value = useMemo(() => ({ token, problem, signIn, signOut }), [token, problem, signIn, signOut])
   return <AuthContext.Provider value={value}>{props.children}</AuthContext.Provider>
 }

@@ -4,6 +4,7 @@ import {
   decodeHistogram,
   encodeHistogram,
   HISTOGRAM_HIGHEST_US,
+  HISTOGRAM_RELATIVE_ERROR,
   newHistogram,
 } from '../../collector/index.js'
 import { latencySampleUs, prng } from './sources/otlp/helpers.js'
@@ -47,7 +48,7 @@ describe('recorder', () => {
     expect(series[0]!.histograms.kernel).toBe(encodeHistogram(direct))
   })
 
-  it('rounds, clamps at 1 h, and counts negative or NaN durations as dropped', () => {
+  it('keeps sub-µs detail, clamps at 30 days, and counts negative or NaN durations as dropped', () => {
     const rec = createRecorder()
     rec.recordLatency(labels, 'queue', 12.6)
     rec.recordLatency(labels, 'queue', HISTOGRAM_HIGHEST_US * 10)
@@ -57,7 +58,10 @@ describe('recorder', () => {
     const { series, dropped } = rec.drain()
     const h = decodeHistogram(series[0]!.histograms.queue!)
     expect(h.totalCount).toBe(2)
-    expect(h.minNonZeroValue).toBe(13)
+    expect(Math.abs(h.minNonZeroValue - 12.6) / 12.6).toBeLessThanOrEqual(HISTOGRAM_RELATIVE_ERROR)
+    expect(Math.abs(h.maxValue - HISTOGRAM_HIGHEST_US) / HISTOGRAM_HIGHEST_US).toBeLessThanOrEqual(
+      HISTOGRAM_RELATIVE_ERROR,
+    )
     expect(dropped).toEqual({ negative_duration: 2, unknown_phase: 1 })
   })
 

@@ -41,6 +41,22 @@ function dataset(seed: number, medianUs: number, sigma: number): number[] {
   return out
 }
 
+/** Fractional µs, lognormal (median, sigma), no rounding: sub-µs detail and values past 1 h as they come. */
+function lognormal(seed: number, medianUs: number, sigma: number): number[] {
+  const rand = prng(seed)
+  return Array.from({ length: N }, () => {
+    const z = Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand())
+    return medianUs * Math.exp(sigma * z)
+  })
+}
+
+/** Two modes (cache hits at 2 ms, misses at 40 ms, 70/30), integer µs. */
+function bimodal(seed: number): number[] {
+  const hits = dataset(seed, 2_000, 0.3)
+  const misses = dataset(seed + 1, 40_000, 0.3)
+  return hits.map((v, i) => (i % 10 < 7 ? v : misses[i]!))
+}
+
 function nearestRank(sorted: readonly number[], q: number): number {
   return sorted[Math.max(1, Math.ceil(q * sorted.length - 1e-9)) - 1]!
 }
@@ -85,11 +101,15 @@ const bench: Bench = {
       { name: 'LLM request (median 800 ms)', values: dataset(11, 800_000, 0.8) },
       { name: 'GPU kernel (median 4 ms)', values: dataset(12, 4_000, 0.5) },
       { name: 'queue wait (median 150 µs)', values: dataset(13, 150, 1.2) },
+      { name: 'bimodal (2 ms / 40 ms, 70/30)', values: bimodal(14) },
+      { name: 'sub-100 µs kernels (median 25 µs, fractional)', values: lognormal(15, 25, 0.4) },
+      { name: 'saturated (median 1.5 h, fractional)', values: lognormal(16, 5.4e9, 0.3) },
     ]
     const rows: (string | number)[][] = []
     let worstOurs = 0
     for (const set of sets) {
       const sorted = [...set.values].sort((a, b) => a - b)
+      // The acceptance bound covers values ≥ 10 µs; count the quantiles below that apart.
       const recorder = createRecorder()
       const labels = { service: 's', model: 'm', version: '1', replica: 'r', node: 'n' }
       for (const v of set.values) recorder.recordLatency(labels, 'total', v)
@@ -101,7 +121,7 @@ const bench: Bench = {
         const oursErr = Math.abs(hdr.getValueAtPercentile(q * 100) - exactUs) / exactUs
         const promErr = Math.abs(histogramQuantile(q, promDefault) * 1e6 - exactUs) / exactUs
         const genaiErr = Math.abs(histogramQuantile(q, genai) * 1e6 - exactUs) / exactUs
-        worstOurs = Math.max(worstOurs, oursErr)
+        if (exactUs >= 10) worstOurs = Math.max(worstOurs, oursErr)
         rows.push([
           set.name,
           `p${q * 100}`,
@@ -119,14 +139,14 @@ const bench: Bench = {
         'data',
         'quantile',
         'exact ms',
-        'tailguard HDR',
+        'tailguard (sparse)',
         'prom-client default buckets',
         'GenAI advisory buckets',
       ],
       rows,
       notes: [
-        `Worst tailguard error: ${pct(worstOurs)} (target ≤ 0.1%). Bucket estimates use histogram_quantile's interpolation.`,
-        'Data: lognormal body with a 1% Pareto tail (alpha 1.5) from 10× the median; integer µs.',
+        `Worst tailguard error for values ≥ 10 µs: ${pct(worstOurs)} (target ≤ 0.1%). Bucket estimates use histogram_quantile's interpolation.`,
+        'Data: lognormal body with a 1% Pareto tail (alpha 1.5) from 10× the median, integer µs; bimodal, integer µs; two fractional lognormals (sub-100 µs, past 1 h).',
       ],
     }
   },

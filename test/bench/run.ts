@@ -9,7 +9,12 @@ const here = dirname(fileURLToPath(import.meta.url))
 const only = process.argv.slice(2)
 const files = readdirSync(here)
   .filter((f) => f.endsWith('.bench.js'))
-  .filter((f) => only.length === 0 || only.some((o) => f.startsWith(o)))
+  // A name matches its own file exactly when there is one (`ingest` is not also `ingest-gpu`), else by prefix.
+  .filter(
+    (f, _, all) =>
+      only.length === 0 ||
+      only.some((o) => f === `${o}.bench.js` || (!all.includes(`${o}.bench.js`) && f.startsWith(o))),
+  )
   .sort()
 
 let failed = 0

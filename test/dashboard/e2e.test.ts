@@ -25,6 +25,8 @@ import type { Recorder } from '../../agent/index.js'
 import { seededRandom } from '../../agent/demo/fleet.js'
 import type { GpuReportItem } from '../../collector/index.js'
 import { formatUnit } from '../../dashboard/src/lib/gpu-transforms.js'
+import { dataSeconds } from '../../dashboard/src/lib/transforms.js'
+import type { BreakdownResponse, TimeseriesResponse } from '../../dashboard/src/lib/api-types.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const DIST = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url))
@@ -429,6 +431,25 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     expect(await breakdown.locator('.recharts-bar-rectangle').count()).toBeGreaterThanOrEqual(3)
     const tiles = page.locator('.tiles[data-state="ready"]')
     await tiles.waitFor()
+    // The request-rate tile matches the API for the same range, over the time with data (30 min of reports on
+    // the 1 h range: a tile dividing by the whole hour would read half).
+    const apiGet = async (path: string): Promise<unknown> =>
+      (
+        await fetch(`${backend.url}/api/v1/${path}`, {
+          headers: { authorization: `Bearer ${backend.token}` },
+        })
+      ).json()
+    const q = `service=${FLEET.live.service}&model=${FLEET.live.model}&from=-1h&to=now`
+    const apiCounts = ((await apiGet(`breakdown?${q}`)) as BreakdownResponse).requests
+    const apiSeries = (await apiGet(`timeseries?${q}&phase=total&quantiles=0.5`)) as TimeseriesResponse
+    const apiRate = (apiCounts.ok + apiCounts.error + apiCounts.shed) / dataSeconds(apiSeries)!
+    expect(apiRate).toBeCloseTo(FLEET.live.replicas.length * 3, 0) // 30 requests per 10 s per replica
+    const rateTile = tiles.locator('.tile', { hasText: 'requests' }).locator('.tile-hint')
+    await expect
+      .poll(async () => Number(/([\d.]+)\/s/.exec((await rateTile.textContent()) ?? '')?.[1]))
+      .toBeGreaterThan(0)
+    const tileRate = Number(/([\d.]+)\/s/.exec((await rateTile.textContent()) ?? '')?.[1])
+    expect(Math.abs(tileRate - apiRate) / apiRate).toBeLessThan(0.02)
     expect(await tiles.textContent()).toMatch(/errors\d/)
     expect(await tiles.textContent()).toContain(`${FLEET.live.errorClass}:`)
     await shot(page, '2-detail')
@@ -437,6 +458,8 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await page.selectOption('select[aria-label="phase"]', 'decode')
     await page.waitForURL(/phase=decode/)
     await expect.poll(() => page.locator('section[aria-label="Latency: decode"]').count()).toBe(1)
+    await expect.poll(() => tiles.textContent()).toContain('decode p99') // the tiles follow the phase
+    expect(await tiles.textContent()).not.toContain('total p99')
     await page.locator('[role="group"][aria-label="quantiles"] button', { hasText: 'p99.9' }).click()
     await page.waitForURL(/q=0.5%2C0.99%2C0.999|q=0.5,0.99,0.999/)
     await expect
@@ -596,6 +619,33 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await form.locator('input#token').fill(backend.token)
     await form.locator('button[type="submit"]').click()
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
+    await page.context().close()
+  })
+
+  it('takes a token pasted into the fragment without a reload, and says when a page or service is not there', async () => {
+    const { page, problems } = await openPage()
+    await page.goto(`${backend.url}/`)
+    await page.locator('form[aria-label="sign in"]').waitFor()
+    // A token pasted into the open tab's fragment is taken at once and stripped from the address bar.
+    const withToken = `#token=${encodeURIComponent(backend.token)}&/slos`
+    await page.evaluate(`window.location.hash = ${JSON.stringify(withToken)}`)
+    await expect.poll(() => page.url()).toMatch(/#\/slos$/)
+    expect(page.url()).not.toContain('token')
+    await expect.poll(() => storedToken(page)).toBe(backend.token)
+    await page.locator('form[aria-label="sign in"]').waitFor({ state: 'detached' })
+
+    // An unknown route says so (it used to show the services silently), with a link back.
+    await page.evaluate(`window.location.hash = '#/servces'`)
+    const notFound = page.locator('main[data-page="not-found"]')
+    await expect.poll(() => notFound.textContent()).toContain('/servces')
+    expect(await notFound.locator('a[href="#/"]').count()).toBe(1)
+    // An unknown service says so instead of an empty page.
+    await page.evaluate(`window.location.hash = '#/service/no-such-service'`)
+    await expect.poll(() => notFound.textContent()).toContain('No service named no-such-service')
+    await shot(page, '9-not-found')
+    await notFound.locator('a[href="#/"]').click()
+    await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
+    expect(problems.filter((p) => !p.includes('404'))).toEqual([])
     await page.context().close()
   })
 

@@ -5,7 +5,11 @@ import { parseQuantileList, timeRange, TIME_RANGES } from '../../dashboard/src/l
 
 describe('parseRoute / formatRoute', () => {
   it('reads the list for empty or unknown hashes', () => {
-    for (const h of ['', '#', '#/', '#/nope', '#/service/']) expect(parseRoute(h)).toEqual({ page: 'list' })
+    for (const h of ['', '#', '#/']) expect(parseRoute(h)).toEqual({ page: 'list' })
+    // An unknown path says so instead of silently showing the list.
+    expect(parseRoute('#/nope')).toEqual({ page: 'not-found', path: '/nope' })
+    expect(parseRoute('#/service/')).toEqual({ page: 'not-found', path: '/service/' })
+    expect(formatRoute({ page: 'not-found', path: '/nope' })).toBe('#/nope')
   })
 
   it('reads a service route with defaults', () => {

@@ -3,6 +3,7 @@ import {
   activeAlerts,
   budgetBar,
   burnDownDomain,
+  burnDownTicks,
   burnDownRows,
   burnRateRows,
   forecastText,
@@ -152,6 +153,16 @@ describe('burn-down and forecast', () => {
     expect(burnDownDomain(rows)).toEqual([-25, 100])
     expect(burnDownDomain([{ tMs: 0, remainingPct: 40 }])).toEqual([0, 100])
     expect(burnDownDomain([])).toEqual([0, 100])
+  })
+
+  it('puts even y ticks through 0 and 100 (not 100/84/54/24/-6%)', () => {
+    const domain = burnDownDomain([{ tMs: 0, remainingPct: -6 }])
+    expect(domain).toEqual([-25, 100])
+    expect(burnDownTicks(domain)).toEqual([-25, 0, 25, 50, 75, 100])
+    expect(burnDownTicks([0, 100])).toEqual([0, 25, 50, 75, 100])
+    expect(burnDownTicks(burnDownDomain([{ tMs: 0, remainingPct: -130 }]))).toEqual([
+      -150, -100, -50, 0, 50, 100,
+    ])
   })
 
   it('says when the budget runs out', () => {

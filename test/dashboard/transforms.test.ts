@@ -14,6 +14,8 @@ import {
   phaseTableRows,
   quantileKey,
   requestStats,
+  dataSeconds,
+  phaseSummary,
   shareBar,
   timeseriesRows,
 } from '../../dashboard/src/lib/transforms.js'
@@ -234,5 +236,44 @@ describe('emptyRangeText', () => {
   it('says only "no data" when the service reported within the range or is unknown', () => {
     expect(emptyRangeText(now - 60_000, now, 3_600_000)).toBe(NO_DATA)
     expect(emptyRangeText(null, now, 3_600_000)).toBe(NO_DATA)
+  })
+})
+
+describe('rates over the time with data', () => {
+  const point = (t: string, count: number) => ({ t, count, ratePerSecond: count / 10, quantiles: {} })
+  const ts = {
+    from: '2026-01-01T00:00:00.000Z',
+    to: '2026-01-01T01:00:00.000Z',
+    stepMs: 10_000,
+    quantiles: [],
+    points: [point('2026-01-01T00:50:00.000Z', 4000), point('2026-01-01T00:59:50.000Z', 4000)],
+  }
+
+  it('covers from the first bucket with data to the last one, cut at the range end', () => {
+    expect(dataSeconds(ts)).toBe(600)
+    expect(dataSeconds({ ...ts, to: '2026-01-01T00:59:55.000Z' })).toBe(595)
+    expect(dataSeconds({ ...ts, points: [point('2026-01-01T00:10:00.000Z', 0)] })).toBeNull()
+  })
+
+  it('divides the request count by the covered time, not the whole range', () => {
+    const b = breakdown({ from: ts.from, to: ts.to })
+    expect(requestStats(b).ratePerSecond).toBeCloseTo(100 / 3600, 10)
+    expect(requestStats(b, dataSeconds(ts)).ratePerSecond).toBeCloseTo(100 / 600, 10)
+    expect(requestStats(b, null).ratePerSecond).toBeCloseTo(100 / 3600, 10)
+  })
+
+  it('leaves the still-filling last bucket out of the rate line', () => {
+    const rows = timeseriesRows({ ...ts, to: '2026-01-01T00:59:55.000Z' })
+    expect(rows.at(-1)).toMatchObject({ count: 4000, ratePerSecond: null })
+    expect(rows.at(-2)!.ratePerSecond).toBe(0)
+    expect(timeseriesRows(ts).at(-1)!.ratePerSecond).toBe(400)
+  })
+})
+
+describe('phaseSummary', () => {
+  it('gives the picked phase, the total for total, and null for a phase without data', () => {
+    expect(phaseSummary(breakdown(), 'ttft')?.quantiles['0.99']).toBe(60)
+    expect(phaseSummary(breakdown(), 'total')?.quantiles['0.99']).toBe(90)
+    expect(phaseSummary(breakdown(), 'prefill')).toBeNull()
   })
 })

@@ -1,14 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { parseAllDocuments } from 'yaml'
 import type { Command } from 'commander'
-import { buildProgram } from '../../collector/cli/main.js'
+import { buildProgram } from '../../bin/tailguard.js'
 import { parseConfigText } from '../../collector/config/index.js'
 import { packageRoot } from '../../collector/paths.js'
 
-// The manifests cannot be applied to a cluster here; this checks what can be checked: valid YAML with
-// the fields Kubernetes requires, and that every tailguard flag they pass exists in the CLI.
+// The manifests cannot be applied to a cluster here; this checks what can be checked: valid YAML, every
+// object valid against the Kubernetes (and KEDA) OpenAPI schemas through kubernetes-models, and every
+// tailguard flag they pass exists in the CLI.
 const dir = join(packageRoot(), 'deploy')
 const docs = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
@@ -40,12 +42,16 @@ describe('deploy/ manifests', () => {
       const o = doc.toJS() as {
         spec?: {
           template?: {
-            spec?: { containers?: Array<{ args?: string[] }>; initContainers?: Array<{ args?: string[] }> }
+            spec?: {
+              containers?: Array<{ image?: string; args?: string[] }>
+              initContainers?: Array<{ image?: string; args?: string[] }>
+            }
           }
         }
       }
       const pod = o.spec?.template?.spec
       for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) {
+        if (!c.image?.includes('tailguard')) continue
         const [name, ...args] = c.args ?? []
         const cmd = commands.get(name!)
         expect(cmd, `${file}: unknown command ${name}`).toBeDefined()
@@ -57,6 +63,35 @@ describe('deploy/ manifests', () => {
       }
     }
     expect(checked).toBeGreaterThan(5)
+  })
+
+  it('validate against the Kubernetes and KEDA schemas', () => {
+    const require = createRequire(import.meta.url)
+    const modelOf = (
+      apiVersion: string,
+      kind: string,
+    ): (new (o: unknown) => { validate(): void }) | undefined => {
+      const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion]
+      const path =
+        group === 'keda.sh'
+          ? `@kubernetes-models/keda/keda.sh/${version}/${kind}`
+          : `kubernetes-models/${group ? `${group}/` : ''}${version}/${kind}`
+      try {
+        return (require(path) as Record<string, new (o: unknown) => { validate(): void }>)[kind]
+      } catch {
+        return undefined
+      }
+    }
+    let validated = 0
+    for (const { file, doc } of docs) {
+      const o = doc.toJS() as { apiVersion: string; kind: string }
+      if (o.kind === 'Kustomization') continue
+      const Model = modelOf(o.apiVersion, o.kind)
+      expect(Model, `${file}: no schema for ${o.apiVersion} ${o.kind}`).toBeDefined()
+      expect(() => new Model!(o).validate(), `${file}: ${o.kind}`).not.toThrow()
+      validated++
+    }
+    expect(validated).toBeGreaterThanOrEqual(8)
   })
 
   it('embed config files that tailguard accepts', () => {

@@ -38,6 +38,10 @@ describe('tailguard start', () => {
     const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)
     const [, otlpUrl] = await start.waitFor(/OTLP\/HTTP:\s+(\S+)/)
     expect(start.output()).toMatch(/demo fleet: services demo-chat and demo-vision/)
+    // The demo replays the trace the package ships (never made-up arrivals), with its attribution.
+    expect(start.output()).toMatch(
+      /replaying \S+\/controller\/sim\/traces\/azure-llm-2023-conv\.csv \(\d+ requests\) — Azure LLM inference trace 2023/,
+    )
 
     // Tokens were generated into the data dir, readable by the owner only; the printed one is the read token.
     const tokens = JSON.parse(readFileSync(join(dir, 'data', 'tokens.json'), 'utf8')) as Record<
@@ -60,10 +64,14 @@ describe('tailguard start', () => {
       return r.body.count > 0 ? r.body : undefined
     }, 30_000)
     expect(live.quantiles['0.99']).toBeGreaterThan(0)
-    const services = await api<{ services: Array<{ service: string }> }>(base!, '/api/v1/services', token!)
-    expect(new Set(services.body.services.map((s) => s.service))).toEqual(
-      new Set(['demo-chat', 'demo-vision']),
-    )
+    // demo-chat and demo-vision come from the SDK demo at once; demo-llm (real requests through the proxies
+    // to the reference model servers) joins within a report interval or two.
+    const services = await eventually(async () => {
+      const r = await api<{ services: Array<{ service: string }> }>(base!, '/api/v1/services', token!)
+      const names = new Set(r.body.services.map((s) => s.service))
+      return names.has('demo-llm') ? names : undefined
+    }, 60_000)
+    expect(services).toEqual(new Set(['demo-chat', 'demo-vision', 'demo-llm']))
     const slos = await api<{ slos: Array<{ name: string }> }>(base!, '/api/v1/slos', token!)
     expect(slos.body.slos.map((s) => s.name)).toContain('demo-chat-ttft')
 
@@ -109,7 +117,7 @@ describe('tailguard start', () => {
 
     // SIGTERM stops it cleanly.
     expect(await start.kill('SIGTERM')).toBe(0)
-  }, 90_000)
+  }, 150_000)
 
   it('names the file, line and field of a bad config and exits non-zero', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-start-bad-'))

@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterAll } from 'vitest'
 import { packageRoot } from '../../collector/paths.js'
 
 /** The compiled CLI; `npm test` builds it before the tests run. */
-export const CLI = join(packageRoot(), 'dist', 'collector', 'cli', 'main.js')
+export const CLI = join(packageRoot(), 'dist', 'bin', 'tailguard.js')
 
 export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm test does)`)
@@ -120,5 +122,54 @@ export async function eventually<T>(
     if (Date.now() > end)
       throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`)
     await new Promise((r) => setTimeout(r, everyMs))
+  }
+}
+
+/** What a program printed and how it exited. */
+export interface Ran {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/**
+ * Runs a program to completion (no shell) and captures what it printed.
+ *
+ * @example const r = await runToEnd(process.execPath, [CLI, '--version'])
+ */
+export function runToEnd(
+  cmd: string,
+  args: readonly string[],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd ?? packageRoot(),
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/**
+ * Temporary folders for one test file, removed after its tests: call the returned function for each.
+ *
+ * @example const tempDir = useTempDirs('tg-cli-'); const dir = tempDir()
+ */
+export function useTempDirs(prefix: string): () => string {
+  const dirs: string[] = []
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  })
+  return () => {
+    const d = mkdtempSync(join(tmpdir(), prefix))
+    dirs.push(d)
+    return d
   }
 }

@@ -94,7 +94,11 @@ export const VLLM_ATTR = {
   decode: 'gen_ai.latency.time_in_model_decode',
   forward: 'gen_ai.latency.time_in_model_forward',
   completionTokens: 'gen_ai.usage.completion_tokens',
+  promptTokens: 'gen_ai.usage.prompt_tokens',
 } as const
+
+/** Span attributes that carry a request's prompt tokens (OTel GenAI, then vLLM's older name). @example INPUT_TOKEN_ATTRS[0] // 'gen_ai.usage.input_tokens' */
+export const INPUT_TOKEN_ATTRS = ['gen_ai.usage.input_tokens', VLLM_ATTR.promptTokens] as const
 
 // Triton: src/tracer.cc (triton-inference-server/server), OpenTelemetry trace mode
 // (--trace-config mode=opentelemetry): per model request a span named after the model with attributes
@@ -140,11 +144,15 @@ export const OTLP_MAPPING_DEFAULTS: OtlpMappingConfig = {
   statusAttribute: 'tailguard.status',
   recordedAttribute: 'tailguard.recorded',
   spanNamePhases: {
+    routing: 'routing',
+    route: 'routing',
     network: 'network',
     serialization: 'serialization',
     serialize: 'serialization',
     deserialize: 'serialization',
     queue: 'queue',
+    retrieval: 'retrieval',
+    retrieve: 'retrieval',
     preprocess: 'preprocess',
     tokenize: 'preprocess',
     h2d: 'h2d',
@@ -221,15 +229,21 @@ export interface SpanMapper {
   readonly config: Readonly<OtlpMappingConfig>
 }
 
-/** Label values are capped at the report schema's 256 characters and may not contain NUL. */
+/** Label values are capped at the report schema's 256 characters (never splitting a pair) and may not contain NUL. */
 function labelValue(v: AttributeValue | undefined): string {
   if (v === undefined) return ''
   let s: string
   if (typeof v === 'string') s = v
   else if (typeof v === 'number' || typeof v === 'boolean') s = String(v)
   else return ''
-  if (s.length > 256) s = s.slice(0, 256)
-  return s.includes('\u0000') ? s.replaceAll('\u0000', '') : s
+  if (s.includes('\u0000')) s = s.replaceAll('\u0000', '')
+  if (s.length > 256) {
+    // Never split a surrogate pair: a lone half is not well-formed Unicode.
+    const cut = s.charCodeAt(255) >= 0xd800 && s.charCodeAt(255) <= 0xdbff ? 255 : 256
+    s = s.slice(0, cut)
+  }
+  // Lone surrogates (from `\ud800` escapes in JSON) are repaired to U+FFFD, and counted, by the recorder.
+  return s
 }
 
 function numberAttr(attrs: Attributes, key: string): number | undefined {
@@ -357,13 +371,40 @@ class SpanMapperImpl implements SpanMapper {
       ttftUs !== undefined && outputTokens !== undefined && outputTokens > 1
         ? (totalUs - ttftUs) / (outputTokens - 1)
         : undefined
+    const labels = this.labels(span)
     sink.recordRequest({
-      labels: this.labels(span),
+      labels,
       ...this.#status(span),
       phasesUs: { total: totalUs },
       ...(ttftUs !== undefined ? { ttftUs } : {}),
       ...(tpotUs !== undefined ? { tpotUs } : {}),
       ...(outputTokens !== undefined ? { outputTokens } : {}),
+    })
+    this.#tokenSignals(span.attributes, labels, outputTokens, sink)
+  }
+
+  /** Token counts a request span carries, as live signals (tokens/s in and out). */
+  #tokenSignals(
+    attrs: OtlpSpan['attributes'],
+    labels: SeriesLabels,
+    outputTokens: number | undefined,
+    sink: SampleSink,
+  ): void {
+    let inputTokens: number | undefined
+    for (const k of INPUT_TOKEN_ATTRS) {
+      const n = numberAttr(attrs, k)
+      if (n !== undefined && n >= 0) {
+        inputTokens = n
+        break
+      }
+    }
+    if (inputTokens === undefined && outputTokens === undefined) return
+    sink.recordSignals?.(labels, {
+      source: 'otlp',
+      counters: {
+        ...(inputTokens !== undefined ? { inputTokens } : {}),
+        ...(outputTokens !== undefined ? { outputTokens } : {}),
+      },
     })
   }
 
@@ -386,14 +427,16 @@ class SpanMapperImpl implements SpanMapper {
     if (prefillUs !== undefined) phasesUs.prefill = prefillUs
     if (decodeUs !== undefined) phasesUs.decode = decodeUs
     if (forwardUs !== undefined) phasesUs.kernel = forwardUs
+    const labels = this.labels(span)
     sink.recordRequest({
-      labels: this.labels(span),
+      labels,
       ...this.#status(span),
       phasesUs,
       ...(ttftUs !== undefined ? { ttftUs } : {}),
       ...(tpotUs !== undefined ? { tpotUs } : {}),
       ...(outputTokens !== undefined ? { outputTokens } : {}),
     })
+    this.#tokenSignals(a, labels, outputTokens, sink)
   }
 
   /** Compute sub-intervals of a Triton `compute` span, in µs, from its events. */

@@ -98,10 +98,12 @@ function encodeStatusProtobuf(code: number, message: string): Uint8Array {
 
 /**
  * `ExportTraceServiceResponse` in protobuf: 1 partial_success (ExportTracePartialSuccess: 1 rejected_spans
- * int64, 2 error_message string). Empty when everything was accepted.
+ * int64, 2 error_message string). Empty when everything was accepted. Shared by the HTTP and gRPC receivers.
+ *
+ * @example encodeResponseProtobuf(2, '2 of 3 spans not recorded (2 unknown_phase)')
  */
-function encodeResponseProtobuf(rejected: number, message: string): Uint8Array {
-  if (rejected === 0) return new Uint8Array(0)
+export function encodeResponseProtobuf(rejected: number, message: string): Uint8Array {
+  if (rejected === 0 && message === '') return new Uint8Array(0)
   const w = protobuf.Writer.create()
   w.uint32((1 << 3) | 2).fork()
   w.uint32((1 << 3) | 0).int64(rejected)
@@ -110,9 +112,20 @@ function encodeResponseProtobuf(rejected: number, message: string): Uint8Array {
   return w.finish()
 }
 
-function refusalMessage(outcome: MapOutcome): string {
+/**
+ * The `error_message` of a partial success: how many spans were not recorded, and why.
+ *
+ * @example refusalMessage(mapper.map(spans, sink)) // '1 of 3 spans not recorded (1 unknown_phase); …'
+ */
+export function refusalMessage(outcome: MapOutcome): string {
   const parts = Object.entries(outcome.refusedBy).map(([reason, n]) => `${n} ${reason}`)
   return `${outcome.refused} of ${outcome.accepted + outcome.refused} spans not recorded (${parts.join(', ')}); set the tailguard.phase attribute or add the span name to the mapping's spanNamePhases`
+}
+
+/** Label repairs the sink has made so far, when it is the agent's recorder (0 for other sinks). */
+function repairedLabels(sink: SampleSink): number {
+  const stats = (sink as { stats?: () => { labelsRepaired: number } }).stats
+  return typeof stats === 'function' ? stats.call(sink).labelsRepaired : 0
 }
 
 class HttpFailure {
@@ -130,7 +143,23 @@ function sendError(reply: FastifyReply, encoding: Encoding | undefined, statusCo
   return reply.type('application/json').send({ code, message })
 }
 
-function tokenDigest(token: string): Buffer {
+/**
+ * The mapper a receiver uses: the one given (shared between receivers), or one built from mapping options.
+ *
+ * @example const mapper = mapperOf({ spanNamePhases: { infer: 'kernel' } })
+ */
+export function mapperOf(mapping: OtlpMappingOptions | SpanMapper | undefined): SpanMapper {
+  return mapping && 'map' in mapping
+    ? (mapping as SpanMapper)
+    : createSpanMapper(mapping as OtlpMappingOptions | undefined)
+}
+
+/**
+ * SHA-256 of a token, so tokens of any length compare in constant time with `timingSafeEqual`.
+ *
+ * @example timingSafeEqual(tokenDigest(given), tokenDigest(expected))
+ */
+export function tokenDigest(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest()
 }
 
@@ -174,10 +203,7 @@ async function decompress(
  */
 export const otlpReceiver: FastifyPluginAsync<OtlpReceiverOptions> = async (app, options) => {
   const sink = options.sink
-  const mapper: SpanMapper =
-    options.mapping && 'map' in options.mapping
-      ? (options.mapping as SpanMapper)
-      : createSpanMapper(options.mapping as OtlpMappingOptions | undefined)
+  const mapper = mapperOf(options.mapping)
   const bodyLimit = options.bodyLimitBytes ?? OTLP_DEFAULT_BODY_LIMIT_BYTES
   const maxDecompressed = options.maxDecompressedBytes ?? OTLP_DEFAULT_MAX_DECOMPRESSED_BYTES
   const expected =
@@ -252,9 +278,20 @@ export const otlpReceiver: FastifyPluginAsync<OtlpReceiverOptions> = async (app,
       encoding === 'protobuf' ? decodeTracesProtobuf(body) : decodeTracesJson(body)
     if (!decoded.ok) return fail(400, decoded.error)
 
+    const repairedBefore = repairedLabels(sink)
     const outcome = mapper.map(decoded.spans, sink)
+    const repaired = repairedLabels(sink) - repairedBefore
     report({ statusCode: 200, encoding, spans: decoded.spans.length, refused: outcome.refused })
-    const message = outcome.refused > 0 ? refusalMessage(outcome) : ''
+    // OTLP partial success: what was refused and why; label repairs ride along as a warning.
+    const notes = [
+      ...(outcome.refused > 0 ? [refusalMessage(outcome)] : []),
+      ...(repaired > 0
+        ? [
+            `${repaired} label value(s) repaired: invalid UTF-16 replaced by U+FFFD, NUL removed or cut to 256 characters`,
+          ]
+        : []),
+    ]
+    const message = notes.join('; ')
     reply.code(200)
     if (encoding === 'protobuf')
       return reply
@@ -263,7 +300,7 @@ export const otlpReceiver: FastifyPluginAsync<OtlpReceiverOptions> = async (app,
     return reply
       .type('application/json')
       .send(
-        outcome.refused > 0
+        message !== ''
           ? { partialSuccess: { rejectedSpans: String(outcome.refused), errorMessage: message } }
           : {},
       )

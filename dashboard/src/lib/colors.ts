@@ -8,9 +8,11 @@
  */
 
 const PHASE_COLORS: Readonly<Record<string, string>> = {
+  routing: '#a3a86b',
   network: '#8c96a8',
   serialization: '#b07cc6',
   queue: '#e8a33d',
+  retrieval: '#5b8c5a',
   preprocess: '#5fa8d3',
   h2d: '#7ac77a',
   kernel: '#3a6ea5',

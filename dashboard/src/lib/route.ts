@@ -44,13 +44,20 @@ export interface GpuRoute {
   readonly range: string
 }
 
-export type Route = ListRoute | ServiceRoute | SlosRoute | SloRoute | GpuRoute
+/** A path the dashboard has no page for: the page says so (with a link back) instead of showing the list. */
+export interface NotFoundRoute {
+  readonly page: 'not-found'
+  /** The path as it was asked for, e.g. `/servces`. */
+  readonly path: string
+}
+
+export type Route = ListRoute | ServiceRoute | SlosRoute | SloRoute | GpuRoute | NotFoundRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
 
 /**
- * Reads a location hash into a route; anything unknown is the list.
+ * Reads a location hash into a route: the list for an empty path, `not-found` for a path without a page.
  *
  * @example parseRoute('#/service/chat?range=5m').range // '5m'
  */
@@ -62,7 +69,7 @@ export function parseRoute(hash: string): Route {
   if (/^\/gpus\/?$/.test(path))
     return { page: 'gpus', range: timeRange(new URLSearchParams(query).get('range')).key }
   const m = /^\/service\/([^/]+)\/?$/.exec(path)
-  if (!m) return { page: 'list' }
+  if (!m) return path === '' || path === '/' ? { page: 'list' } : { page: 'not-found', path }
   let service: string
   try {
     service = decodeURIComponent(m[1] as string)
@@ -100,6 +107,7 @@ function parseSloPath(path: string): SlosRoute | SloRoute | undefined {
  */
 export function formatRoute(route: Route): string {
   if (route.page === 'list') return '#/'
+  if (route.page === 'not-found') return `#${route.path}`
   if (route.page === 'slos') return '#/slos'
   if (route.page === 'slo') return `#/slos/${encodeURIComponent(route.name)}`
   if (route.page === 'gpus')

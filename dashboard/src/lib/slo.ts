@@ -187,13 +187,33 @@ export function burnDownRows(detail: Pick<SloDetailResponse, 'burnDown'>): BurnD
 }
 
 /**
- * The y range of the burn-down chart in percent: 0..100, widened down to the lowest point when overspent.
+ * The y range of the burn-down chart in percent: 0..100, widened down to the lowest point when overspent,
+ * with its low end on a whole tick (see {@link burnDownTicks}).
  *
- * @example burnDownDomain([{ tMs: 0, remainingPct: -40 }]) // [-40, 100]
+ * @example burnDownDomain([{ tMs: 0, remainingPct: -40 }]) // [-50, 100]
  */
 export function burnDownDomain(rows: readonly BurnDownRow[]): [number, number] {
   const low = rows.reduce((m, r) => Math.min(m, r.remainingPct), 0)
-  return [Math.floor(low), 100]
+  const step = tickStep(100 - low)
+  return [Math.floor(low / step) * step, 100]
+}
+
+const tickStep = (span: number): number =>
+  [25, 50, 100, 250, 500, 1000, 2500, 5000].find((s) => span / s <= 6) ??
+  10 ** Math.ceil(Math.log10(span / 6))
+
+/**
+ * Evenly spaced y ticks for a burn-down domain, through 0 and 100 (`0, 25, 50, 75, 100`; `-50, 0, 50, 100`),
+ * instead of the chart library's own picks from the data (`100, 84, 54, 24, −6`).
+ *
+ * @example burnDownTicks([-50, 100]) // [-50, 0, 50, 100]
+ */
+export function burnDownTicks(domain: readonly [number, number]): number[] {
+  const step = tickStep(domain[1] - domain[0])
+  const ticks: number[] = []
+  for (let t = Math.ceil(domain[0] / step) * step; t <= domain[1]; t += step) ticks.push(t)
+  if (!ticks.includes(100)) ticks.push(100)
+  return ticks
 }
 
 /**

@@ -20,11 +20,14 @@ export function quantileKey(q: string): string {
   return quantileLabel(q).replace('.', '_')
 }
 
-/** One chart row of a time series: bucket start, count, rate and one key per quantile (ms or null). */
+/**
+ * One chart row of a time series: bucket start, count, rate and one key per quantile (ms or null). The rate is
+ * `null` in the last bucket when it reaches past the range's end (still filling, so its rate would read low).
+ */
 export interface TimeseriesRow {
   readonly tMs: number
   readonly count: number
-  readonly ratePerSecond: number
+  readonly ratePerSecond: number | null
   readonly [quantile: string]: number | null
 }
 
@@ -35,7 +38,8 @@ export const MAX_ROWS = 2_000
  * Turns `GET /api/v1/timeseries` into recharts rows, one per step-aligned bucket from `from` to `to`, sorted
  * by time. The collector leaves out buckets without data; they come back here as rows with count and rate 0
  * and `null` quantiles, so that latency lines break over the gap instead of bridging it, and the x axis spans
- * the whole range. (A range that would need more than {@link MAX_ROWS} rows is not filled.)
+ * the whole range. (A range that would need more than {@link MAX_ROWS} rows is not filled.) A bucket that ends
+ * after `to` is still filling: its rate is `null` (left out of the rate line) instead of dropping toward zero.
  *
  * @example
  * timeseriesRows({ from: '2026-01-01T00:00:00Z', to: '2026-01-01T00:00:20Z', stepMs: 10_000, quantiles: ['0.5'],
@@ -69,7 +73,39 @@ export function timeseriesRows(
       byTime.set(t, row as TimeseriesRow)
     }
   }
-  return [...byTime.values()].sort((a, b) => a.tMs - b.tMs)
+  const rows = [...byTime.values()].sort((a, b) => a.tMs - b.tMs)
+  return Number.isFinite(toMs) && step > 0
+    ? rows.map((r) => (r.tMs + step > toMs ? { ...r, ratePerSecond: null } : r))
+    : rows
+}
+
+/**
+ * The seconds of a time series' range that its data covers: from the start of the first bucket with requests
+ * to the end of the last one (cut at `to`), or `null` without data. Rates over a range divide by this, not by
+ * the whole range, so that a service that started ten minutes ago does not read at a sixth of its rate on the
+ * 1 h range.
+ *
+ * @example
+ * dataSeconds({ to: '2026-01-01T00:01:00Z', stepMs: 10_000, points: [{ t: '2026-01-01T00:00:30Z', count: 5, … }] })
+ * // 30
+ */
+export function dataSeconds(
+  ts: Pick<TimeseriesResponse, 'from' | 'to' | 'stepMs' | 'points'>,
+): number | null {
+  let first = Infinity
+  let last = -Infinity
+  for (const p of ts.points) {
+    if (p.count <= 0) continue
+    const t = Date.parse(p.t)
+    first = Math.min(first, t)
+    last = Math.max(last, t)
+  }
+  if (!Number.isFinite(first)) return null
+  const fromMs = Date.parse(ts.from)
+  const toMs = Date.parse(ts.to)
+  const start = Number.isFinite(fromMs) ? Math.max(first, fromMs) : first
+  const end = Number.isFinite(toMs) ? Math.min(last + ts.stepMs, toMs) : last + ts.stepMs
+  return end > start ? (end - start) / 1000 : null
 }
 
 /**
@@ -150,6 +186,20 @@ export function phaseTableRows(b: Pick<BreakdownResponse, 'total' | 'phases'>): 
   return rows
 }
 
+/**
+ * The latency summary of one phase in a breakdown (`total` is the breakdown's total), or `null` when the phase
+ * has no data: what the tiles show when a phase is picked.
+ *
+ * @example phaseSummary(breakdown, 'ttft')?.quantiles['0.99'] // 210.5
+ */
+export function phaseSummary(
+  b: Pick<BreakdownResponse, 'total' | 'phases'>,
+  phase: string,
+): LatencySummary | null {
+  if (phase === 'total') return b.total
+  return b.phases.find((p) => p.phase === phase) ?? null
+}
+
 /** Request totals of a breakdown over its range. */
 export interface RequestStats {
   readonly total: number
@@ -162,16 +212,21 @@ export interface RequestStats {
 
 /**
  * Request rate, error rate and shed rate over a breakdown's range. Requests are ok + error + shed; when no
- * outcome counts were reported the count of the `total` histogram stands in.
+ * outcome counts were reported the count of the `total` histogram stands in. The rate divides by
+ * `coveredSeconds` (the time with data, see {@link dataSeconds}) when given, else by the whole range.
  *
  * @example
  * requestStats({ from: '2026-01-01T00:00:00Z', to: '2026-01-01T00:01:40Z', total: { count: 0, … }, requests: { ok: 90, error: 10, shed: 0, … } })
  * // { total: 100, ratePerSecond: 1, errorRate: 0.1, shedRate: 0 }
  */
-export function requestStats(b: Pick<BreakdownResponse, 'from' | 'to' | 'total' | 'requests'>): RequestStats {
+export function requestStats(
+  b: Pick<BreakdownResponse, 'from' | 'to' | 'total' | 'requests'>,
+  coveredSeconds?: number | null,
+): RequestStats {
   const outcomes = b.requests.ok + b.requests.error + b.requests.shed
   const total = outcomes > 0 ? outcomes : b.total.count
-  const seconds = (Date.parse(b.to) - Date.parse(b.from)) / 1000
+  const rangeSeconds = (Date.parse(b.to) - Date.parse(b.from)) / 1000
+  const seconds = coveredSeconds && coveredSeconds > 0 ? Math.min(coveredSeconds, rangeSeconds) : rangeSeconds
   return {
     total,
     ratePerSecond: seconds > 0 ? total / seconds : 0,

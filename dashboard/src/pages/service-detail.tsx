@@ -2,6 +2,7 @@ import { BreakdownGraph } from '../components/graphs/breakdown-graph.js'
 import { LatencyGraph } from '../components/graphs/latency-graph.js'
 import { RequestRateGraph } from '../components/graphs/request-rate-graph.js'
 import { PhasePicker, QuantilePicker, TimeRangePicker } from '../components/pickers.js'
+import { LiveTiles } from '../components/tiles/live-tiles.js'
 import { RequestTiles } from '../components/tiles/request-tiles.js'
 import { useBreakdown } from '../hooks/use-breakdown.js'
 import { useNow } from '../hooks/use-now.js'
@@ -9,7 +10,8 @@ import { useServices } from '../hooks/use-services.js'
 import { useTimeseries } from '../hooks/use-timeseries.js'
 import type { ServiceRoute } from '../lib/route.js'
 import { timeRange } from '../lib/time-range.js'
-import { emptyRangeText, groupServices } from '../lib/transforms.js'
+import { NotFound } from './not-found.js'
+import { dataSeconds, emptyRangeText, groupServices } from '../lib/transforms.js'
 
 /** Props of {@link ServiceDetail}. */
 export interface ServiceDetailProps {
@@ -37,6 +39,10 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
   )
   const lastSeenMs = mine.length > 0 ? Math.max(...mine.map((g) => g.lastSeenMs)) : null
   const emptyText = emptyRangeText(lastSeenMs, nowMs, range.durationMs)
+  if (services.response && mine.length === 0) {
+    const name = `${route.service}${route.model ? ` / ${route.model}` : ''}`
+    return <NotFound what={name} reason={`No service named ${name} has reported to this collector.`} />
+  }
   const phases = [
     'total',
     ...(breakdown.response?.phases ?? [])
@@ -63,7 +69,17 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
         />
         <QuantilePicker value={route.quantiles} onChange={(quantiles) => navigate({ ...route, quantiles })} />
       </div>
-      <RequestTiles state={breakdown} quantiles={route.quantiles} />
+      <RequestTiles
+        state={breakdown}
+        quantiles={route.quantiles}
+        phase={route.phase}
+        coveredSeconds={series.response ? dataSeconds(series.response) : null}
+      />
+      <LiveTiles
+        service={route.service}
+        {...(route.model ? { model: route.model } : {})}
+        refreshMs={refreshMs}
+      />
       <div className="grid">
         <LatencyGraph state={series} phase={route.phase} rangeMs={range.durationMs} emptyText={emptyText} />
         <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />

@@ -1,10 +1,11 @@
 import { useBreakdown } from '../hooks/use-breakdown.js'
 import { useNow } from '../hooks/use-now.js'
 import { useServices } from '../hooks/use-services.js'
+import { useTimeseries } from '../hooks/use-timeseries.js'
 import { formatAgo, formatMs, formatPercent, formatRate } from '../lib/format.js'
 import { formatRoute } from '../lib/route.js'
 import { SERVICE_ROUTE_DEFAULTS } from '../lib/route.js'
-import { groupServices, requestStats } from '../lib/transforms.js'
+import { dataSeconds, groupServices, requestStats } from '../lib/transforms.js'
 import type { ServiceGroup } from '../lib/transforms.js'
 import { StateMessage } from '../components/state-message.js'
 
@@ -19,7 +20,14 @@ function ServiceRow({ group, nowMs }: { group: ServiceGroup; nowMs: number }) {
     { service: group.service, model: group.model, from: WINDOW, quantiles: LIST_QUANTILES },
     REFRESH_MS,
   )
-  const stats = response ? requestStats(response) : null
+  // The rate divides by the time with data in the window (a service that started 1 min ago is not at 1/5 its rate).
+  const series = useTimeseries(
+    { service: group.service, model: group.model, phase: 'total', from: WINDOW, quantiles: ['0.5'] },
+    REFRESH_MS,
+  )
+  const stats = response
+    ? requestStats(response, series.response ? dataSeconds(series.response) : null)
+    : null
   const href = formatRoute({
     page: 'service',
     service: group.service,

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest'
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
 import { SpanStatusCode } from '@opentelemetry/api'
 import type { HrTime } from '@opentelemetry/api'
-import { createInferenceSdk, createSpanMapper, SDK_FIRST_TOKEN_EVENT } from '../../../agent/index.js'
+import {
+  createInferenceSdk,
+  createRecorder,
+  createSpanMapper,
+  SDK_FIRST_TOKEN_EVENT,
+} from '../../../agent/index.js'
 import type { OtlpSpan } from '../../../agent/index.js'
 import { capturingSink } from '../sources/otlp/helpers.js'
 
@@ -51,6 +56,15 @@ describe('createInferenceSdk', () => {
     expect(s.ttftUs).toBe(25000)
     expect(s.tpotUs).toBe(10000) // 90 ms over 9 tokens after the first
     expect(s.outputTokens).toBe(10)
+  })
+
+  it('gives token counts to the recorder as live signals (source sdk)', () => {
+    const recorder = createRecorder()
+    const sdk = createInferenceSdk({ sink: recorder, labels, clock: fakeClock().clock })
+    sdk.startRequest().end({ outputTokens: 10, inputTokens: 200 })
+    sdk.startRequest().end({ outputTokens: 5 })
+    const [s] = recorder.drain().series
+    expect(s!.signals).toEqual({ counters: { inputTokens: 200, outputTokens: 15 }, sources: ['sdk'] })
   })
 
   it('adds up repeated phases, applies label overrides, and records errors with their class', () => {

@@ -237,6 +237,7 @@ export function storeFrom(source: SloDataSource): Store {
         tMs: r.tMs,
         counts: { ...zero, ...r.counts },
       })),
+    signals: async () => [],
     services: async () => [],
     gpus: async () => [],
     gpuSeries: async () => [],

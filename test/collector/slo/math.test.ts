@@ -13,6 +13,10 @@ import {
   countAtOrBelow,
   errorBudget,
   forecastExhaustion,
+  tidyBudget,
+  burnDownStepMs,
+  trimToData,
+  withoutFloatNoise,
 } from '../../../collector/slo/math.js'
 import { durationText } from '../../../collector/slo/engine.js'
 
@@ -142,9 +146,44 @@ describe('durationText', () => {
     [5 * 60_000, '5m'],
     [3_600_000, '1h'],
     [3 * 86_400_000, '3d'],
-    [90_000, '1m30s'],
-    [336 * 60_000, '5h36m'],
-    [4032 * 60_000, '2d19h12m'],
+    [90_000, '1.5m'],
+    [336 * 60_000, '5.6h'],
+    [4032 * 60_000, '2.8d'],
+    [1344 * 60_000, '22h'],
+    [30 * 86_400_000, '30d'],
+    [70_000, '1.2m'],
     [0, '0s'],
   ])('%i ms → %s', (ms, text) => expect(durationText(ms)).toBe(text))
+})
+
+describe('withoutFloatNoise', () => {
+  it('drops binary noise and keeps real figures', () => {
+    expect(withoutFloatNoise((1 - 0.999) * 25_200)).toBe(25.2)
+    expect(withoutFloatNoise(0.1 + 0.2)).toBe(0.3)
+    expect(withoutFloatNoise(123_456.789)).toBe(123_456.789)
+    expect(withoutFloatNoise(Infinity)).toBe(Infinity)
+  })
+
+  it('tidies every figure of a budget', () => {
+    const b = tidyBudget(errorBudget(25_190, 25_200, 0.999, 30 * 86_400_000))
+    expect(b.totalEvents).toBe(25.2)
+    expect(b.consumedEvents).toBe(10)
+    expect(b.remainingEvents).toBe(15.2)
+  })
+})
+
+describe('burn-down zoom', () => {
+  it('cuts the series to its data, keeping the last point before it', () => {
+    const pts = [0, 0, 0, 5, 9].map((total, i) => ({ tMs: i, total }))
+    expect(trimToData(pts).map((p) => p.tMs)).toEqual([2, 3, 4])
+    expect(trimToData([{ tMs: 0, total: 3 }])).toHaveLength(1)
+    expect(trimToData([{ tMs: 0, total: 0 }])).toHaveLength(1)
+  })
+
+  it('steps by the minute for minutes of data and by the hour for days', () => {
+    expect(burnDownStepMs(20 * MINUTE_MS)).toBe(MINUTE_MS)
+    expect(burnDownStepMs(5 * 3_600_000)).toBe(MINUTE_MS)
+    expect(burnDownStepMs(7 * 3_600_000)).toBe(5 * MINUTE_MS)
+    expect(burnDownStepMs(7 * 86_400_000)).toBe(3_600_000)
+  })
 })

@@ -25,12 +25,20 @@ describe('capacity planning', () => {
     expect(rho).toBeCloseTo(1 - (Math.log(100) * 5) / 50, 12)
     expect(Math.round(rho * 100) / 100).toBe(0.54)
   })
-  it('9 GPUs, 12 with 30% headroom, 13 with N+1', () => {
+  it('9 GPUs, 12 with 30% headroom, and 12 already survives losing one (N+1 is a survival check)', () => {
     expect(planCapacity(input).replicas).toBe(9)
     const plan = planCapacity({ ...input, headroom: 0.3 })
     expect(plan.withHeadroom).toBe(12)
     expect(plan.total).toBe(12)
-    expect(planCapacity({ ...input, headroom: 0.3, nPlusOne: true }).total).toBe(13)
+    const n1 = planCapacity({ ...input, headroom: 0.3, nPlusOne: true })
+    expect(n1.total).toBe(12)
+    expect(n1.utilizationAfterLoss).toBeCloseTo(5000 / (11 * 1143), 6)
+    expect((n1.utilizationAfterLoss! * 100).toFixed(1)).toBe('39.8')
+    expect(n1.reason).toContain('12 survive losing one (39.8% utilization after the loss)')
+    // Without headroom, 9 replicas at the limit do not survive a loss: N+1 adds the one they need.
+    const tight = planCapacity({ ...input, nPlusOne: true })
+    expect(tight.total).toBe(10)
+    expect(tight.reason).toContain('N+1 → 10')
     expect(plan.reason).toContain('→ 9')
   })
   it('an unreachable target says so', () => {

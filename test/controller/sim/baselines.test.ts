@@ -13,7 +13,7 @@ import {
   staticPolicy,
 } from '../../../controller/index.js'
 import type { ArrivalSpec, SimConfig, SimResult } from '../../../controller/index.js'
-import { findSharedTrace } from '../../../controller/index.js'
+import { shippedTracePath } from '../../../controller/index.js'
 
 function fleet(arrivals: ArrivalSpec, llm: boolean): SimConfig {
   const base: SimConfig = {
@@ -107,10 +107,10 @@ describe('every baseline on step and diurnal patterns', () => {
   })
 })
 
-const tracePath = findSharedTrace('azure-llm-2023-conv.csv')
-describe.skipIf(!tracePath)('every baseline on the Azure conversation trace', () => {
+const tracePath = shippedTracePath()
+describe('every baseline on the Azure conversation trace', () => {
   it('runs and reports side by side, with the attribution in the HTML report', () => {
-    const parsed = parseAzureTrace(readFileSync(tracePath!, 'utf8'))
+    const parsed = parseAzureTrace(readFileSync(tracePath, 'utf8'))
     if (!parsed.ok) throw new Error(parsed.error.message)
     const results = compare(fleet({ kind: 'trace', trace: parsed.trace }, true))
     checkWellFormed(results)

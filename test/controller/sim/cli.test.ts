@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { run } from '../../../collector/cli/main.js'
-import type { CliIO } from '../../../collector/cli/command.js'
+import { run } from '../../../bin/tailguard.js'
+import type { CliIO } from '../../../collector/index.js'
 
 function capture(isTTY = false): CliIO & { stdout: string[]; stderr: string[]; raw: string[] } {
   const stdout: string[] = []
@@ -123,7 +123,6 @@ describe('tailguard sim', () => {
     [['--pattern', 'sawtooth'], '--pattern: unknown pattern "sawtooth"'],
     [[...small, '--rps', '-5'], '--rps: expected a number > 0'],
     [[...small, '--noise', 'pink'], '--noise: expected none, exponential or lognormal:CV'],
-    [[], 'give --trace PATH or --pattern'],
   ])('rejects bad input with a clear message (%#)', async (args, message) => {
     const { code, io } = await sim(args)
     expect(code).not.toBe(0)

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { AZURE_TRACE_ATTRIBUTION, createArrivals, parseAzureTrace } from '../../../controller/index.js'
 import type { ArrivalDraft } from '../../../controller/index.js'
-import { findSharedTrace } from '../../../controller/index.js'
+import { shippedTracePath } from '../../../controller/index.js'
 
 const HEADER = 'TIMESTAMP,ContextTokens,GeneratedTokens'
 
@@ -51,9 +51,9 @@ describe('Azure LLM trace CSV', () => {
     expect(times).toEqual([0, 5000])
   })
 
-  const path = findSharedTrace('azure-llm-2023-conv.csv')
-  it.skipIf(!path)('reads the shared Azure conversation trace (one hour)', () => {
-    const r = parseAzureTrace(readFileSync(path!, 'utf8'))
+  const path = shippedTracePath()
+  it('reads the shipped Azure conversation trace (one hour)', () => {
+    const r = parseAzureTrace(readFileSync(path, 'utf8'))
     expect(r.ok).toBe(true)
     if (!r.ok) return
     expect(r.trace.arrivalMs.length).toBeGreaterThan(19_000)

@@ -9,7 +9,7 @@ import {
   YAxis,
 } from 'recharts'
 import type { ApiState } from '../../hooks/use-api.js'
-import { burnDownDomain, burnDownRows } from '../../lib/slo.js'
+import { burnDownDomain, burnDownRows, burnDownTicks } from '../../lib/slo.js'
 import type { SloDetailResponse } from '../../lib/slo-types.js'
 import { ChartFrame } from '../chart-frame.js'
 import { timeAxisProps, tooltipTime } from './time-axis.js'
@@ -20,8 +20,9 @@ export interface BudgetBurnDownGraphProps {
 }
 
 /**
- * The error budget left over the SLO window, hour by hour (the API's `burnDown` series): 100% at the
- * window's start, falling as bad events spend it, below zero when overspent.
+ * The error budget left over the SLO window (the API's `burnDown` series, zoomed to the data, by the minute
+ * when the data is recent): 100% where the data starts, falling as bad events spend it, below zero when
+ * overspent; y ticks evenly spaced.
  *
  * @example <BudgetBurnDownGraph state={useSlo('chat-latency', 10_000)} />
  */
@@ -37,7 +38,9 @@ export function BudgetBurnDownGraph({ state }: BudgetBurnDownGraphProps) {
     <ChartFrame
       title="Error budget burn-down"
       subtitle={
-        detail ? `remaining budget per hour over the ${detail.window} window` : 'remaining budget per hour'
+        detail
+          ? `remaining budget of the ${detail.window} window, since its data began`
+          : 'remaining budget since the data began'
       }
       status={state.status}
       error={state.error}
@@ -52,6 +55,8 @@ export function BudgetBurnDownGraph({ state }: BudgetBurnDownGraphProps) {
               <XAxis {...timeAxisProps([first, last], spanMs)} />
               <YAxis
                 domain={domain}
+                ticks={burnDownTicks(domain)}
+                interval={0}
                 tickFormatter={(v: number) => `${v}%`}
                 stroke="#7a8394"
                 fontSize={12}

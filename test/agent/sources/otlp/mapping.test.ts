@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  createRecorder,
   createSpanMapper,
   decodeTracesJson,
   decodeTracesProtobuf,
@@ -240,6 +241,17 @@ describe('vLLM request spans', () => {
     expect(r.ttftUs).toBeCloseTo(250_000, 3)
     expect(r.tpotUs).toBeCloseTo(20_000, 3) // 2 s of decode over 100 tokens after the first
     expect(r.outputTokens).toBe(101)
+  })
+
+  it('give their prompt and completion tokens as live signals (tokens/s in and out)', () => {
+    const recorder = createRecorder()
+    const [decoded] = decodeBoth(
+      request({ 'service.name': 'vllm' }, [vllmSpan(), vllmSpan({ 'gen_ai.usage.completion_tokens': 9 })]),
+    )
+    createSpanMapper().map(decoded!, recorder)
+    const [s] = recorder.drain().series
+    expect(s!.signals).toEqual({ counters: { inputTokens: 1024, outputTokens: 110 }, sources: ['otlp'] })
+    expect(s!.outputTokens).toBe(110)
   })
 
   it('take the forward time as kernel when vLLM collected detailed traces, and the span duration without e2e', () => {

@@ -1,11 +1,11 @@
 import { gzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
-import protobuf from 'protobufjs/minimal.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createRecorder, otlpReceiver } from '../../../../agent/index.js'
 import type { OtlpReceiverOptions, Recorder } from '../../../../agent/index.js'
-import { attrs, request, span, toJson, toProtobuf } from './payloads.js'
+import { toJson, toProtobuf } from './payloads.js'
+import { decodePartialSuccess, decodeTwoFields, good, partly } from './helpers.js'
 
 let app: FastifyInstance | undefined
 afterEach(async () => {
@@ -21,39 +21,6 @@ async function build(
   await app.register(otlpReceiver, { sink: recorder, ...options })
   await app.ready()
   return { app, recorder }
-}
-
-const good = request({ 'service.name': 'chat' }, [
-  span({ name: 'queue', durationNs: 2_000_000 }),
-  span({ name: 'x', attributes: attrs({ 'tailguard.phase': 'kernel' }) }),
-])
-const partly = request({ 'service.name': 'chat' }, [
-  span({ name: 'queue' }),
-  span({ name: 'GET /healthz' }),
-  span({ name: 'decode', durationNs: -1 }),
-])
-
-/** google.rpc.Status or ExportTracePartialSuccess-like message: field 1 (varint) and field 2 (string). */
-function decodeTwoFields(buf: Uint8Array): { one?: number; two?: string } {
-  const r = protobuf.Reader.create(buf)
-  const out: { one?: number; two?: string } = {}
-  while (r.pos < r.len) {
-    const tag = r.uint32()
-    if (tag >>> 3 === 1 && (tag & 7) === 0) out.one = Number(r.int64())
-    else if (tag >>> 3 === 2 && (tag & 7) === 2) out.two = r.string()
-    else r.skipType(tag & 7)
-  }
-  return out
-}
-
-function decodePartialSuccess(buf: Uint8Array): { one?: number; two?: string } | undefined {
-  const r = protobuf.Reader.create(buf)
-  while (r.pos < r.len) {
-    const tag = r.uint32()
-    if (tag >>> 3 === 1 && (tag & 7) === 2) return decodeTwoFields(r.bytes())
-    r.skipType(tag & 7)
-  }
-  return undefined
 }
 
 const post = (a: FastifyInstance, body: Buffer | string, headers: Record<string, string>) =>

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs the test suite (vitest) again on every supported Node major besides the one `npm test` just used.
+# Node comes from the npm registry (the node-linux-<arch> package holds the release: bin/node and the headers
+# in include/node), so nothing is downloaded from anywhere else. Native modules (better-sqlite3 and our NVML
+# addon) are rebuilt per version with node-gyp pointed at that release's headers, cached per version, and the
+# default node's binaries are put back when this script ends. TypeScript, lint and the build ran once already.
+#
+#   .ci/node-versions.sh                     # every version below
+#   TG_NODE_VERSIONS="22.23.3" .ci/node-versions.sh
+#   TG_VITEST_ARGS="test/collector/store" .ci/node-versions.sh   # a part of the suite only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Node 24 is left out by default: better-sqlite3 12 (the last release that runs on Node 20) aborts every
+# process that used it at exit on Node 24 (`Assertion failed: (env) != nullptr`, exit 134; upstream
+# WiseLibs/better-sqlite3#1515), and better-sqlite3 13 crashes on Node 20. TG_NODE_VERSIONS=24.21.0 runs it.
+read -r -a versions <<<"${TG_NODE_VERSIONS:-20.20.2 22.23.3}"
+if [ -z "${TG_NODE_VERSIONS:-}" ]; then
+  echo "ci: node 24: not run: better-sqlite3 12 aborts at exit on Node 24 and 13 crashes on Node 20 (see CHANGELOG)"
+fi
+# The fuzz suites ran their full 10,000 cases per endpoint in npm test; here a tenth keeps CI within its time.
+export TG_FUZZ_RUNS="${TG_FUZZ_RUNS:-1000}"
+cache="${TG_CI_CACHE:-$HOME/.cache/tailguard-ci}"
+case "$(uname -m)" in
+  x86_64) arch=x64 ;;
+  aarch64) arch=arm64 ;;
+  *) echo "ci: no Node package for $(uname -m) in the registry; skipping the other Node versions"; exit 0 ;;
+esac
+node_gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+current="$(node -p process.versions.node)"
+addons=(node_modules/better-sqlite3/build/Release/better_sqlite3.node build/Release/tailguard_nvml.node)
+# What decides whether cached binaries still fit: the module versions and our addon's sources.
+sources_key="$(cat node_modules/better-sqlite3/package.json binding.gyp native/*.cc native/*.h 2>/dev/null | sha256sum | cut -c1-16)"
+
+backup="$(mktemp -d)"
+for f in "${addons[@]}"; do
+  mkdir -p "$backup/$(dirname "$f")"
+  cp -p "$f" "$backup/$f"
+done
+restore() {
+  for f in "${addons[@]}"; do
+    mkdir -p "$(dirname "$f")"
+    cp -p "$backup/$f" "$f"
+  done
+  rm -rf "$backup"
+}
+trap restore EXIT
+
+failed=()
+summary=()
+for v in "${versions[@]}"; do
+  if [ "${v%%.*}" = "${current%%.*}" ]; then
+    echo "ci: node $v: skipped, the default node ($current) ran the suite in npm test"
+    continue
+  fi
+  home="$cache/node-v$v-linux-$arch"
+  if [ ! -x "$home/bin/node" ]; then
+    echo "ci: node $v: fetching node-linux-$arch@$v from the npm registry"
+    mkdir -p "$home"
+    tgz="$(cd "$cache" && npm pack --silent "node-linux-$arch@$v" | tail -n1)"
+    tar -xzf "$cache/$tgz" -C "$home" --strip-components=1
+    rm -f "$cache/$tgz"
+  fi
+  built="$home/addons-$sources_key"
+  if [ ! -f "$built/${addons[0]}" ] || [ ! -f "$built/${addons[1]}" ]; then
+    echo "ci: node $v: building native modules against $home/include/node"
+    t0=$SECONDS
+    log="$(mktemp)"
+    if ! (
+      export PATH="$home/bin:$PATH"
+      cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --jobs=max --nodedir="$home"
+    ) >"$log" 2>&1 || ! (
+      export PATH="$home/bin:$PATH"
+      node "$node_gyp" rebuild --release --nodedir="$home"
+    ) >>"$log" 2>&1; then
+      tail -n 40 "$log"
+      echo "ci: node $v: native modules failed to build (log above)"
+      failed+=("$v (native build)")
+      rm -f "$log"
+      continue
+    fi
+    rm -f "$log"
+    for f in "${addons[@]}"; do
+      mkdir -p "$built/$(dirname "$f")"
+      cp -p "$f" "$built/$f"
+    done
+    echo "ci: node $v: native modules built in $((SECONDS - t0)) s"
+  fi
+  for f in "${addons[@]}"; do
+    mkdir -p "$(dirname "$f")"
+    cp -p "$built/$f" "$f"
+  done
+
+  echo "ci: node $v: vitest run"
+  t0=$SECONDS
+  # shellcheck disable=SC2086 # TG_VITEST_ARGS is a list of paths or flags
+  if PATH="$home/bin:$PATH" node node_modules/vitest/vitest.mjs run ${TG_VITEST_ARGS:-}; then
+    summary+=("node $v: passed in $((SECONDS - t0)) s")
+  else
+    summary+=("node $v: FAILED after $((SECONDS - t0)) s")
+    failed+=("$v")
+  fi
+done
+
+for line in "${summary[@]}"; do echo "ci: $line"; done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "ci: failed on node ${failed[*]}"
+  exit 1
+fi

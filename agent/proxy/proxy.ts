@@ -1,0 +1,759 @@
+import { createServer } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { Dispatcher } from 'undici'
+import { CONFIG_DEFAULTS } from '../../collector/index.js'
+import type { SeriesLabels, SeriesSignals } from '../../collector/index.js'
+import type { SampleSink } from '../types.js'
+import { createAdmission } from './admission.js'
+import type { Admission, ClassSetpoint, Decision, Pending, Ticket } from './admission.js'
+import type { Gradient2Options } from './gradient2.js'
+import { createSetpointsState } from './setpoints.js'
+import type { SetpointsState } from './setpoints.js'
+import { nextTraceparent, requestId } from './trace.js'
+import { createUpstreamSet } from './upstreams.js'
+import type { Upstream, UpstreamSet } from './upstreams.js'
+
+/** Header naming a request's priority class (0 = most important). */
+export const PRIORITY_HEADER = 'x-tailguard-priority'
+/** Header giving the ms the client still allows for the request. */
+export const DEADLINE_HEADER = 'x-tailguard-deadline-ms'
+/** Header carrying the request id to the upstream and back to the client. */
+export const REQUEST_ID_HEADER = 'x-request-id'
+
+/** A path prefix that sets labels for the requests under it (first match wins). */
+export interface ProxyRoute {
+  readonly pathPrefix: string
+  readonly service?: string
+  readonly model?: string
+}
+
+/**
+ * Everything {@link createProxy} needs; `runAgent` builds it from `agent.proxy` in the config.
+ *
+ * @example
+ * ```ts
+ * const opts: ProxyOptions = { ...PROXY_DEFAULTS, port: 8080, upstreams: ['http://127.0.0.1:8000'], labels: { service: 'chat', model: '', version: '', replica: 'r0', node: 'n1' } }
+ * ```
+ */
+export interface ProxyOptions {
+  readonly host: string
+  readonly port: number
+  readonly upstreams: readonly string[]
+  /** Labels of every request; `model` is replaced by the request body's JSON `model` field when present. */
+  readonly labels: SeriesLabels
+  readonly routes: readonly ProxyRoute[]
+  /** Read the OpenAI-style `model` field from JSON request bodies (the first `sniffBytes` only). */
+  readonly modelFromBody: boolean
+  readonly sniffBytes: number
+  readonly defaultClass: number
+  readonly classes: readonly ClassSetpoint[]
+  /** A local Gradient2 limit on all classes until a controller sets setpoints; null for none. */
+  readonly gradient2: Gradient2Options | null
+  /** Status of shed requests: 429 (default) or 503. */
+  readonly shedStatus: 429 | 503
+  readonly maxHeaderBytes: number
+  readonly maxBodyBytes: number
+  /** Time for a client to send the request headers (slow clients get 408). */
+  readonly headersTimeoutMs: number
+  /** Longest silence while a client sends the request body (408). */
+  readonly bodyIdleTimeoutMs: number
+  readonly keepAliveTimeoutMs: number
+  readonly connectionsPerUpstream: number
+  readonly connectTimeoutMs: number
+  /** Time to the upstream's response headers (504 after). */
+  readonly upstreamTimeoutMs: number
+  /** Longest silence between upstream response chunks. */
+  readonly upstreamIdleTimeoutMs: number
+  readonly drainGraceMs: number
+  /** Setpoints set by a controller are `stale` when not refreshed for this long. */
+  readonly staleAfterMs: number
+}
+
+/**
+ * Defaults of every proxy option but the listener, upstreams and labels: the config file's (CONFIG_DEFAULTS),
+ * except that the local Gradient2 limit is off unless asked for.
+ *
+ * @example createProxy({ ...PROXY_DEFAULTS, host: '127.0.0.1', port: 8080, upstreams: [url], labels }, { sink })
+ */
+const P = CONFIG_DEFAULTS.agent.proxy
+export const PROXY_DEFAULTS: Omit<ProxyOptions, 'host' | 'port' | 'upstreams' | 'labels'> = {
+  routes: P.routes,
+  modelFromBody: P.modelFromBody,
+  sniffBytes: 16 * 1024,
+  defaultClass: P.defaultClass,
+  classes: P.classes,
+  gradient2: null,
+  shedStatus: P.shedStatus,
+  maxHeaderBytes: P.maxHeaderBytes,
+  maxBodyBytes: P.maxBodyBytes,
+  headersTimeoutMs: P.headersTimeoutMs,
+  bodyIdleTimeoutMs: P.bodyIdleTimeoutMs,
+  keepAliveTimeoutMs: P.keepAliveTimeoutMs,
+  connectionsPerUpstream: P.connectionsPerUpstream,
+  connectTimeoutMs: P.connectTimeoutMs,
+  upstreamTimeoutMs: P.upstreamTimeoutMs,
+  upstreamIdleTimeoutMs: P.upstreamIdleTimeoutMs,
+  drainGraceMs: P.drainGraceMs,
+  staleAfterMs: P.staleAfterMs,
+}
+
+/** Cumulative counts since the proxy started (for /metrics and tests). */
+export interface ProxyCounts {
+  requests: number
+  ok: number
+  /** Upstream failures by status sent: 502 (unreachable, garbage, closed) and 504 (timeouts). */
+  upstream502: number
+  upstream504: number
+  /** Upstream failures after the response had started (the client connection is cut). */
+  upstreamMidStream: number
+  clientClosed: number
+  shed: number
+  badRequests: number
+  /** Malformed HTTP, oversized headers, header timeouts: answered by the parser's error path. */
+  malformed: number
+  tooLarge: number
+  bodyTimeouts: number
+}
+
+export interface ProxyDeps {
+  readonly sink: SampleSink
+  readonly clock?: () => number
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void
+}
+
+/**
+ * A running proxy: a reverse proxy that measures each request and enforces admission setpoints.
+ *
+ * @example
+ * ```ts
+ * const proxy = createProxy(opts, { sink: agent.recorder })
+ * const { port } = await proxy.listen()
+ * proxy.setpoints.put({ admission: [...], fencingToken: 7, source: 'controller' })
+ * await proxy.close()
+ * ```
+ */
+export interface Proxy {
+  listen(): Promise<{ host: string; port: number }>
+  close(): Promise<void>
+  readonly server: Server
+  readonly admission: Admission
+  readonly upstreams: UpstreamSet
+  readonly setpoints: SetpointsState
+  readonly counts: Readonly<ProxyCounts>
+  /** Open client connections. */
+  readonly connections: number
+  /** The interval's live signals (contract 1), on the proxy's own series; a new interval starts. */
+  takeSignals(): { labels: SeriesLabels; signals: SeriesSignals }
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'expect',
+  'traceparent',
+  REQUEST_ID_HEADER,
+])
+
+const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\]|\\.){1,256})"/
+const COMPLETION_TOKENS = /"completion_tokens"\s*:\s*(\d{1,9})/
+const DATA = Buffer.from('data:')
+const DONE = Buffer.from('[DONE]')
+
+function json(res: ServerResponse, status: number, body: object, extra?: Record<string, string>): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const text = JSON.stringify(body)
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...extra,
+  })
+  res.end(text)
+}
+
+function errorBody(code: string, statusCode: number, message: string, more?: object) {
+  return { code, statusCode, message, ...more }
+}
+
+/** Forwards one request to an upstream and streams the answer back; one instance per request. */
+class Exchange implements Dispatcher.DispatchHandler {
+  controller: Dispatcher.DispatchController | null = null
+  upstream: Upstream | null = null
+  ticket: Ticket | null = null
+  pending: Pending | null = null
+  done = false
+  abortReason: Error | null = null
+  tDispatch = 0
+  tConnected = -1
+  tFirstByte = -1
+  tFirstEvent = -1
+  tLastEvent = -1
+  queuedMs = 0
+  events = 0
+  usageTokens = -1
+  sse = false
+  status = 0
+  model: string | null = null
+  sniffed = 0
+  sniffText = ''
+  bodyBytes = 0
+  readonly onDrain = () => this.controller?.resume()
+
+  constructor(
+    readonly proxy: ProxyImpl,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly t0: number,
+    readonly rid: string,
+    readonly traceparent: string,
+    readonly labels: SeriesLabels,
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.abortReason) controller.abort(this.abortReason)
+    else if (this.tConnected < 0) this.tConnected = this.proxy.now()
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (this.done) return
+    this.status = statusCode
+    const out: Record<string, string | string[]> = {}
+    const connection = headers.connection
+    for (const k in headers) {
+      if (HOP_BY_HOP.has(k)) continue
+      const v = headers[k]
+      if (v !== undefined) out[k] = v
+    }
+    if (typeof connection === 'string' && connection.includes(','))
+      for (const t of connection.split(',')) delete out[t.trim().toLowerCase()]
+    out[REQUEST_ID_HEADER] = this.rid
+    const ct = headers['content-type']
+    this.sse = typeof ct === 'string' && ct.startsWith('text/event-stream')
+    try {
+      this.res.writeHead(statusCode, out)
+    } catch (err) {
+      controller.abort(err as Error)
+      return
+    }
+    // Event streams: send the headers now, so the client sees the stream open before the first event.
+    if (this.sse) this.res.flushHeaders()
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return
+    const now = this.proxy.now()
+    if (this.tFirstByte < 0) this.tFirstByte = now
+    if (this.sse) this.#scanEvents(chunk, now)
+    if (this.usageTokens < 0) {
+      const i = chunk.indexOf('"completion_tokens"')
+      if (i >= 0) {
+        const m = COMPLETION_TOKENS.exec(chunk.toString('latin1', i, i + 40))
+        if (m) this.usageTokens = Number(m[1])
+      }
+    }
+    if (!this.res.write(chunk)) {
+      controller.pause()
+      this.res.once('drain', this.onDrain)
+    }
+  }
+
+  #scanEvents(chunk: Buffer, now: number): void {
+    let i = chunk.indexOf(DATA)
+    while (i >= 0) {
+      // Only a `data:` at the start of a line opens an event; `[DONE]` is the OpenAI end marker, not a token.
+      if (i === 0 || chunk[i - 1] === 0x0a || chunk[i - 1] === 0x0d) {
+        let j = i + 5
+        if (chunk[j] === 0x20) j++
+        if (!(chunk.indexOf(DONE, j) === j)) {
+          this.events++
+          if (this.tFirstEvent < 0) this.tFirstEvent = now
+          this.tLastEvent = now
+        }
+      }
+      i = chunk.indexOf(DATA, i + 5)
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.done) return
+    this.res.end()
+    const status = this.status
+    this.finish(status >= 500 ? 'error' : 'ok', status >= 500 ? `http_${status}` : undefined)
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.done) return
+    const p = this.proxy
+    if (this.abortReason) {
+      // The client went away (or sent too much, or stalled): already answered where it could be.
+      this.finish('error', this.abortReason.message)
+      return
+    }
+    const code = (err as { code?: string }).code ?? ''
+    const timeout =
+      code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      code === 'UND_ERR_BODY_TIMEOUT' ||
+      code === 'UND_ERR_CONNECT_TIMEOUT'
+    if (this.res.headersSent) {
+      p.counts.upstreamMidStream++
+      this.res.destroy()
+      this.finish('error', timeout ? 'upstream_timeout' : 'upstream_closed')
+      return
+    }
+    if (timeout) {
+      p.counts.upstream504++
+      json(
+        this.res,
+        504,
+        errorBody(
+          'TG_ERR_UPSTREAM_TIMEOUT',
+          504,
+          `upstream ${this.upstream?.url} did not answer in time (${code})`,
+          {
+            requestId: this.rid,
+          },
+        ),
+        { [REQUEST_ID_HEADER]: this.rid },
+      )
+      this.finish('error', 'upstream_timeout')
+    } else {
+      p.counts.upstream502++
+      json(
+        this.res,
+        502,
+        errorBody(
+          'TG_ERR_UPSTREAM_UNAVAILABLE',
+          502,
+          `upstream ${this.upstream?.url} failed: ${code || err.message}`,
+          { requestId: this.rid },
+        ),
+        { [REQUEST_ID_HEADER]: this.rid },
+      )
+      this.finish(
+        'error',
+        code.startsWith('HPE_') || err.name === 'HTTPParserError'
+          ? 'upstream_bad_response'
+          : 'upstream_unavailable',
+      )
+    }
+  }
+
+  /** Stops the exchange for a reason of the proxy's or the client's: the upstream request is aborted now. */
+  abort(reason: Error): void {
+    if (this.done || this.abortReason) return
+    this.abortReason = reason
+    this.pending?.cancel()
+    if (this.controller) this.controller.abort(reason)
+    else if (!this.upstream) this.finish('error', reason.message)
+  }
+
+  /** A request body as an async iterable: counts bytes against the limit and reads the JSON `model` field. */
+  async *body(): AsyncGenerator<Buffer> {
+    const p = this.proxy
+    const req = this.req
+    const sniff = p.opts.modelFromBody && (req.headers['content-type'] ?? '').includes('json')
+    req.setTimeout(p.opts.bodyIdleTimeoutMs, () => {
+      p.counts.bodyTimeouts++
+      if (!this.res.headersSent)
+        json(
+          this.res,
+          408,
+          errorBody('TG_ERR_REQUEST_TIMEOUT', 408, `request body stalled for ${p.opts.bodyIdleTimeoutMs} ms`),
+          { connection: 'close' },
+        )
+      this.abort(new Error('body_timeout'))
+      req.destroy()
+    })
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        this.bodyBytes += chunk.length
+        if (this.bodyBytes > p.opts.maxBodyBytes) {
+          p.counts.tooLarge++
+          if (!this.res.headersSent)
+            json(
+              this.res,
+              413,
+              errorBody(
+                'TG_ERR_PAYLOAD_TOO_LARGE',
+                413,
+                `request body is larger than the limit of ${p.opts.maxBodyBytes} bytes`,
+              ),
+              { connection: 'close' },
+            )
+          this.abort(new Error('body_too_large'))
+          req.destroy()
+          return
+        }
+        if (sniff && this.model === null && this.sniffed < p.opts.sniffBytes) {
+          this.sniffText += chunk.toString(
+            'utf8',
+            0,
+            Math.min(chunk.length, p.opts.sniffBytes - this.sniffed),
+          )
+          this.sniffed += chunk.length
+          const m = MODEL_FIELD.exec(this.sniffText)
+          if (m) {
+            this.model = m[1]!
+            this.sniffText = ''
+          } else if (this.sniffed >= p.opts.sniffBytes) this.sniffText = ''
+        }
+        yield chunk
+      }
+    } finally {
+      req.setTimeout(0)
+    }
+  }
+
+  finish(status: 'ok' | 'error' | 'shed', errorClass?: string): void {
+    if (this.done) return
+    this.done = true
+    const p = this.proxy
+    const now = p.now()
+    this.res.off('drain', this.onDrain)
+    if (this.upstream) p.upstreams.release(this.upstream)
+    if (this.ticket) this.ticket.release(status === 'ok' ? now - this.tDispatch : null)
+    if (status === 'ok') p.counts.ok++
+    p.record(this, status, errorClass, now)
+  }
+}
+
+class ProxyImpl implements Proxy {
+  readonly server: Server
+  readonly admission: Admission
+  readonly upstreams: UpstreamSet
+  readonly setpoints: SetpointsState
+  readonly counts: ProxyCounts = {
+    requests: 0,
+    ok: 0,
+    upstream502: 0,
+    upstream504: 0,
+    upstreamMidStream: 0,
+    clientClosed: 0,
+    shed: 0,
+    badRequests: 0,
+    malformed: 0,
+    tooLarge: 0,
+    bodyTimeouts: 0,
+  }
+  readonly now: () => number
+  #sockets = new Set<Socket>()
+  readonly #sink: SampleSink
+  readonly #labelsByRoute: ReadonlyArray<{ prefix: string; labels: SeriesLabels }>
+  readonly #signalLabels: SeriesLabels
+
+  constructor(
+    readonly opts: ProxyOptions,
+    deps: ProxyDeps,
+  ) {
+    this.now = deps.clock ?? (() => performance.now())
+    this.#sink = deps.sink
+    if (opts.upstreams.length === 0) throw new Error('the proxy needs at least one upstream (--upstream URL)')
+    this.admission = createAdmission({ classes: opts.classes, gradient2: opts.gradient2, clock: this.now })
+    this.setpoints = createSetpointsState({
+      admission: this.admission,
+      staleAfterMs: opts.staleAfterMs,
+    })
+    this.upstreams = createUpstreamSet(opts.upstreams, {
+      connections: opts.connectionsPerUpstream,
+      connectTimeoutMs: opts.connectTimeoutMs,
+      headersTimeoutMs: opts.upstreamTimeoutMs,
+      bodyTimeoutMs: opts.upstreamIdleTimeoutMs,
+      drainGraceMs: opts.drainGraceMs,
+    })
+    this.#labelsByRoute = opts.routes.map((r) => ({
+      prefix: r.pathPrefix,
+      labels: {
+        ...opts.labels,
+        ...(r.service !== undefined ? { service: r.service } : {}),
+        ...(r.model !== undefined ? { model: r.model } : {}),
+      },
+    }))
+    this.#signalLabels = { ...opts.labels }
+    this.server = createServer(
+      {
+        maxHeaderSize: opts.maxHeaderBytes,
+        headersTimeout: opts.headersTimeoutMs,
+        requestTimeout: 0,
+        keepAliveTimeout: opts.keepAliveTimeoutMs,
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(opts.headersTimeoutMs / 2))),
+      },
+      (req, res) => this.#handle(req, res),
+    )
+    this.server.on('connection', (s: Socket) => {
+      this.#sockets.add(s)
+      s.setNoDelay(true)
+      s.once('close', () => this.#sockets.delete(s))
+    })
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
+      this.#clientError(err, socket),
+    )
+  }
+
+  get connections(): number {
+    return this.#sockets.size
+  }
+
+  #clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy()
+      return
+    }
+    this.counts.malformed++
+    const [status, text, code, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [
+            431,
+            'Request Header Fields Too Large',
+            'TG_ERR_HEADERS_TOO_LARGE',
+            `request headers are larger than ${this.opts.maxHeaderBytes} bytes`,
+          ]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [
+              408,
+              'Request Timeout',
+              'TG_ERR_REQUEST_TIMEOUT',
+              `request headers not received within ${this.opts.headersTimeoutMs} ms`,
+            ]
+          : [
+              400,
+              'Bad Request',
+              'TG_ERR_BAD_REQUEST',
+              `malformed HTTP request (${err.code ?? 'parse error'})`,
+            ]
+    const body = JSON.stringify(errorBody(code, status, message))
+    socket.end(
+      `HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    )
+    socket.destroySoon?.()
+  }
+
+  #labelsFor(url: string): SeriesLabels {
+    for (const r of this.#labelsByRoute) if (url.startsWith(r.prefix)) return r.labels
+    return this.opts.labels
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const t0 = this.now()
+    this.counts.requests++
+    const h = req.headers
+    const rid = requestId(h[REQUEST_ID_HEADER] as string | undefined)
+    let cls = this.opts.defaultClass
+    const ph = h[PRIORITY_HEADER]
+    if (ph !== undefined) {
+      const n = Number(ph)
+      if (!(Number.isInteger(n) && n >= 0 && n <= 15) || ph === '') {
+        this.#bad(
+          res,
+          rid,
+          `${PRIORITY_HEADER}: expected an integer 0..15 (0 is the most important), got ${JSON.stringify(String(ph).slice(0, 40))}`,
+        )
+        return
+      }
+      cls = n
+    }
+    let deadline: number | undefined
+    const dh = h[DEADLINE_HEADER]
+    if (dh !== undefined) {
+      const n = Number(dh)
+      if (!Number.isFinite(n) || dh === '') {
+        this.#bad(
+          res,
+          rid,
+          `${DEADLINE_HEADER}: expected the ms the client still allows, got ${JSON.stringify(String(dh).slice(0, 40))}`,
+        )
+        return
+      }
+      deadline = n
+    }
+    const cl = h['content-length']
+    if (cl !== undefined && Number(cl) > this.opts.maxBodyBytes) {
+      this.counts.tooLarge++
+      json(
+        res,
+        413,
+        errorBody(
+          'TG_ERR_PAYLOAD_TOO_LARGE',
+          413,
+          `content-length ${cl} is over the limit of ${this.opts.maxBodyBytes} bytes`,
+        ),
+        { connection: 'close', [REQUEST_ID_HEADER]: rid },
+      )
+      req.resume()
+      return
+    }
+    const { traceparent } = nextTraceparent(typeof h.traceparent === 'string' ? h.traceparent : undefined)
+    const url = req.url ?? '/'
+    const ex = new Exchange(this, req, res, t0, rid, traceparent, this.#labelsFor(url))
+    res.once('close', () => {
+      if (!ex.done && !res.writableFinished) {
+        this.counts.clientClosed++
+        ex.abort(new Error('client_closed'))
+      }
+    })
+    ex.pending = this.admission.request(cls, deadline, (d) => this.#decided(ex, d))
+  }
+
+  #bad(res: ServerResponse, rid: string, message: string): void {
+    this.counts.badRequests++
+    json(res, 400, errorBody('TG_ERR_BAD_REQUEST', 400, message), { [REQUEST_ID_HEADER]: rid })
+  }
+
+  #decided(ex: Exchange, d: Decision): void {
+    ex.pending = null
+    ex.queuedMs = d.queuedMs
+    if (d.kind === 'shed') {
+      this.counts.shed++
+      json(
+        ex.res,
+        this.opts.shedStatus,
+        errorBody('TG_ERR_SHED', this.opts.shedStatus, `request shed by admission control: ${d.reason}`, {
+          reason: d.reason,
+          requestId: ex.rid,
+        }),
+        { 'retry-after': String(d.retryAfterS), [REQUEST_ID_HEADER]: ex.rid },
+      )
+      ex.req.resume()
+      ex.finish('shed', d.reason)
+      return
+    }
+    ex.ticket = d.ticket
+    if (ex.abortReason) {
+      ex.finish('error', ex.abortReason.message)
+      return
+    }
+    const u = this.upstreams.pick()
+    if (!u) {
+      json(
+        ex.res,
+        503,
+        errorBody('TG_ERR_NO_UPSTREAM', 503, 'no active upstream (all removed or draining)'),
+        {
+          'retry-after': '1',
+          [REQUEST_ID_HEADER]: ex.rid,
+        },
+      )
+      ex.req.resume()
+      ex.finish('error', 'no_upstream')
+      return
+    }
+    u.inFlight++
+    ex.upstream = u
+    const req = ex.req
+    const raw = req.rawHeaders
+    const headers: string[] = []
+    let connectionTokens: string[] | null = null
+    for (let i = 0; i < raw.length; i += 2) {
+      const k = raw[i]!.toLowerCase()
+      if (k === 'connection' && raw[i + 1]!.includes(','))
+        connectionTokens = raw[i + 1]!.split(',').map((t) => t.trim().toLowerCase())
+      if (HOP_BY_HOP.has(k)) continue
+      headers.push(raw[i]!, raw[i + 1]!)
+    }
+    if (connectionTokens)
+      for (let i = headers.length - 2; i >= 0; i -= 2)
+        if (connectionTokens.includes(headers[i]!.toLowerCase())) headers.splice(i, 2)
+    headers.push('traceparent', ex.traceparent, REQUEST_ID_HEADER, ex.rid)
+    const hasBody =
+      req.headers['transfer-encoding'] !== undefined ||
+      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
+    ex.tDispatch = this.now()
+    try {
+      u.pool.dispatch(
+        {
+          path: u.basePath + (req.url ?? '/'),
+          method: req.method as Dispatcher.HttpMethod,
+          headers,
+          // undici streams async iterables as they yield (its types list only Readable).
+          body: hasBody ? (ex.body() as unknown as NodeJS.ReadableStream as never) : null,
+        },
+        ex,
+      )
+    } catch (err) {
+      ex.onResponseError(null as unknown as Dispatcher.DispatchController, err as Error)
+    }
+  }
+
+  /** Folds a finished exchange into the recorder. */
+  record(ex: Exchange, status: 'ok' | 'error' | 'shed', errorClass: string | undefined, now: number): void {
+    const labels = ex.model !== null ? { ...ex.labels, model: ex.model } : ex.labels
+    const phasesUs: Record<string, number> = { queue: ex.queuedMs * 1000, total: (now - ex.t0) * 1000 }
+    if (ex.tConnected >= 0) phasesUs.network = (ex.tConnected - ex.tDispatch) * 1000
+    const tokens = ex.usageTokens >= 0 ? ex.usageTokens : ex.sse ? ex.events : undefined
+    let ttftUs: number | undefined
+    let tpotUs: number | undefined
+    const first = ex.sse ? ex.tFirstEvent : ex.tFirstByte
+    if (status === 'ok' && first >= 0) ttftUs = (first - ex.t0) * 1000
+    if (status === 'ok' && ex.sse && tokens !== undefined && tokens > 1 && ex.tLastEvent > ex.tFirstEvent)
+      tpotUs = ((ex.tLastEvent - ex.tFirstEvent) * 1000) / (tokens - 1)
+    this.#sink.recordRequest({
+      labels,
+      status,
+      ...(errorClass !== undefined ? { errorClass } : {}),
+      phasesUs,
+      ...(ttftUs !== undefined ? { ttftUs } : {}),
+      ...(tpotUs !== undefined ? { tpotUs } : {}),
+      ...(tokens !== undefined ? { outputTokens: tokens } : {}),
+    })
+  }
+
+  takeSignals(): { labels: SeriesLabels; signals: SeriesSignals } {
+    const s = this.admission.takeSignals()
+    return {
+      labels: this.#signalLabels,
+      signals: { gauges: { inFlight: s.inFlight, queued: s.queued }, byClass: s.byClass, sources: ['proxy'] },
+    }
+  }
+
+  listen(): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject)
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', reject)
+        const a = this.server.address()
+        resolve(
+          a && typeof a === 'object' ? { host: a.address, port: a.port } : { host: this.opts.host, port: 0 },
+        )
+      })
+    })
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve())
+      this.server.closeIdleConnections()
+      setTimeout(() => {
+        for (const s of this.#sockets) s.destroy()
+      }, 2000).unref()
+    })
+    await this.upstreams.close()
+  }
+}
+
+/**
+ * Makes the agent's inline proxy (not yet listening): HTTP/1.1 keep-alive in front, pooled undici
+ * connections behind, bodies and event streams forwarded as they arrive, each request measured (queue,
+ * network, ttft, tpot, total, status, output tokens) and admitted per priority class.
+ *
+ * @example
+ * ```ts
+ * const proxy = createProxy({ ...PROXY_DEFAULTS, host: '127.0.0.1', port: 8080, upstreams: ['http://127.0.0.1:8000'], labels }, { sink: recorder })
+ * await proxy.listen()
+ * ```
+ */
+export function createProxy(opts: ProxyOptions, deps: ProxyDeps): Proxy {
+  return new ProxyImpl(opts, deps)
+}

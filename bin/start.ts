@@ -1,0 +1,350 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { isAbsolute, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import {
+  CliError,
+  assertPortsFree,
+  listening,
+  loadConfig,
+  makeLogger,
+  portArg,
+  runCollector,
+  untilSignal,
+  withCommonOptions,
+} from '../collector/index.js'
+import type { RegisterCommand, TailguardConfig } from '../collector/index.js'
+import {
+  DEMO_SLOS_YAML,
+  createSdkEmitter,
+  grpcPortFlag,
+  otlpGrpcPortOf,
+  proxyFlags,
+  runAgent,
+  startDemoReplay,
+  startServingDemo,
+} from '../agent/index.js'
+import type { DemoArrival, ServingDemo } from '../agent/index.js'
+import {
+  AZURE_TRACE_ATTRIBUTION,
+  DEFAULT_KEDA_PORT,
+  createAutoscaleRoutes,
+  createRecommendationBoard,
+  parseAzureTrace,
+  runController,
+  shippedTracePath,
+  startKedaScaler,
+} from '../controller/index.js'
+import type { RunningController, RunningKedaScaler } from '../controller/index.js'
+
+interface StartFlags {
+  config?: string
+  logLevel: string
+  logFormat?: 'auto' | 'pretty' | 'json'
+  dataDir?: string
+  host?: string
+  port?: number
+  otlpPort?: number
+  otlpGrpcPort?: number
+  otlpGrpc: boolean
+  demo: boolean
+  demoSpeed?: string
+  demoTrace?: string
+  slos?: string
+  proxyPort?: number
+  upstream?: string[]
+  kedaPort?: number
+  keda: boolean
+}
+
+interface LocalTokens {
+  readonly admin: string
+  readonly read: string
+  readonly agent: string
+}
+
+/**
+ * Reads `<dataDir>/tokens.json`, creating it (mode 0600) with fresh random tokens on first run.
+ *
+ * @example const { read } = ensureTokens('.tailguard')
+ */
+export function ensureTokens(dataDir: string): LocalTokens {
+  const file = join(dataDir, 'tokens.json')
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as LocalTokens
+  const make = () => randomBytes(24).toString('base64url')
+  const tokens = { admin: make(), read: make(), agent: make() }
+  writeFileSync(file, JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600 })
+  chmodSync(file, 0o600)
+  return tokens
+}
+
+/** `tailguard start`: collector + local agent (+ demo fleet) in one process on an embedded SQLite file. */
+export const registerStart: RegisterCommand = (program, io) => {
+  withCommonOptions(
+    program
+      .command('start')
+      .description(
+        'Run the whole plane in one process: collector, dashboard and a local agent on an embedded SQLite file, with a demo fleet',
+      )
+      .option('--data-dir <dir>', 'where the SQLite file, tokens and spool live (default ./.tailguard)')
+      .option('--host <host>', 'address for the collector and dashboard (default 127.0.0.1)')
+      .option('--port <n>', 'collector and dashboard port (default 7070)', portArg('--port'))
+      .option('--otlp-port <n>', 'local agent OTLP/HTTP port (default 4318)', portArg('--otlp-port'))
+      .option(
+        '--otlp-grpc-port <n>',
+        'local agent OTLP/gRPC port (default 4317; a free port when --otlp-port is 0)',
+        portArg('--otlp-grpc-port'),
+      )
+      .option('--no-otlp-grpc', 'do not serve OTLP over gRPC')
+      .option(
+        '--slos <path>',
+        'SLO definitions: a file or a folder (tailguard YAML or OpenSLO), reloaded on change',
+      )
+      .option(
+        '--proxy-port <n>',
+        "run the local agent's proxy on this port, in front of --upstream",
+        portArg('--proxy-port'),
+      )
+      .option(
+        '--upstream <url>',
+        'a model server behind the proxy (repeatable)',
+        (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+      )
+      .option(
+        '--keda-port <n>',
+        `KEDA external scaler (gRPC) port (default ${DEFAULT_KEDA_PORT}; any free port when --port is 0)`,
+        portArg('--keda-port'),
+      )
+      .option('--no-keda', 'do not serve the KEDA external scaler')
+      .option('--no-demo', 'do not run the demo fleet')
+      .option(
+        '--demo-speed <x>',
+        'how many times faster than real time the demo replays its trace (default 10)',
+      )
+      .option(
+        '--demo-trace <file>',
+        'trace CSV for the demo (default: the shipped controller/sim/traces/azure-llm-2023-conv.csv)',
+      ),
+    // One process for a person at a terminal: the lines printed below, and only warnings from the log.
+    'warn',
+  )
+    .addHelpText(
+      'after',
+      '\nOn first run, tokens are generated into <data-dir>/tokens.json and the dashboard URL is printed with a read token.',
+    )
+    .action(async (flags: StartFlags) => {
+      const base = loadConfig(flags.config, {
+        start: {
+          ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
+          demo: flags.demo,
+          ...(flags.demoSpeed !== undefined ? { demoSpeed: Number(flags.demoSpeed) } : {}),
+          ...(flags.demoTrace !== undefined ? { demoTrace: flags.demoTrace } : {}),
+        },
+        collector: {
+          ...(flags.host !== undefined ? { host: flags.host } : {}),
+          ...(flags.port !== undefined ? { port: flags.port } : {}),
+          ...(flags.slos !== undefined ? { slos: flags.slos } : {}),
+        },
+        agent: {
+          ...grpcPortFlag(flags),
+          otlp: { ...(flags.otlpPort !== undefined ? { port: flags.otlpPort } : {}) },
+          proxy: proxyFlags(flags),
+        },
+        ...(flags.logFormat !== undefined ? { log: { format: flags.logFormat } } : {}),
+      })
+      if (base.agent.proxy.port !== null && base.agent.proxy.upstreams.length === 0)
+        throw new CliError(
+          '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file)',
+        )
+      const dataDir = resolve(base.start.dataDir)
+      mkdirSync(dataDir, { recursive: true })
+      const tokens = ensureTokens(dataDir)
+      let slos = base.collector.slos
+      if (slos === null && base.start.demo) {
+        slos = join(dataDir, 'demo-slos.yaml')
+        if (!existsSync(slos)) writeFileSync(slos, DEMO_SLOS_YAML)
+      }
+      const db =
+        base.collector.db.includes('://') || isAbsolute(base.collector.db)
+          ? base.collector.db
+          : join(dataDir, base.collector.db)
+      const cfg: TailguardConfig = {
+        ...base,
+        collector: {
+          ...base.collector,
+          db,
+          slos,
+          apiTokens: [
+            ...base.collector.apiTokens,
+            { token: tokens.admin, scope: 'admin', name: 'start:admin' },
+            { token: tokens.read, scope: 'read', name: 'start:read' },
+          ],
+          agentTokens: [...base.collector.agentTokens, { token: tokens.agent, name: 'start:agent' }],
+        },
+      }
+      const log = makeLogger(flags.logLevel, cfg.log.format)
+      // Everything that can fail fast does so before anything starts: the demo trace, then the ports.
+      const demoArrivals = cfg.start.demo ? loadDemoArrivals(cfg.start.demoTrace) : null
+      const collectorPort = { host: cfg.collector.host, port: cfg.collector.port, flag: '--port' }
+      const otlpPort = { host: cfg.agent.otlp.host, port: cfg.agent.otlp.port, flag: '--otlp-port' }
+      const grpcPort = otlpGrpcPortOf(cfg.agent)
+      const kedaPort = flags.keda
+        ? {
+            host: cfg.collector.host,
+            port: flags.kedaPort ?? (cfg.collector.port === 0 ? 0 : DEFAULT_KEDA_PORT),
+            flag: '--keda-port',
+          }
+        : null
+      await assertPortsFree([
+        collectorPort,
+        otlpPort,
+        ...(kedaPort ? [kedaPort] : []),
+        ...(grpcPort === null
+          ? []
+          : [{ host: cfg.agent.otlp.host, port: grpcPort, flag: '--otlp-grpc-port' }]),
+        ...(cfg.agent.proxy.port === null
+          ? []
+          : [{ host: cfg.agent.proxy.host, port: cfg.agent.proxy.port, flag: '--proxy-port' }]),
+      ])
+      // The serving demo's proxies are made after the agent (they record into its recorder); their gauges
+      // join the agent's reports through this indirection.
+      let serving: ServingDemo | null = null
+      // Autoscalers read the controller's recommendations from one board: the JSON API on the collector's
+      // port and the KEDA external scaler.
+      const board = createRecommendationBoard()
+      const collector = await listening(collectorPort, () =>
+        runCollector(cfg, log, { plugins: [createAutoscaleRoutes(board)] }),
+      )
+      let agent: Awaited<ReturnType<typeof runAgent>>
+      try {
+        agent = await listening(otlpPort, () =>
+          runAgent(
+            {
+              ...cfg.agent,
+              collector: collector.url,
+              token: tokens.agent,
+              spoolDir: cfg.agent.spoolDir ?? join(dataDir, 'spool'),
+              adminToken: cfg.agent.adminToken ?? tokens.admin,
+            },
+            log,
+            { signals: () => serving?.signals() ?? [] },
+          ),
+        )
+      } catch (err) {
+        await collector.stop() // nothing half-started: no collector left up without its agent
+        throw err
+      }
+      let demo: { stop(): void } | null = null
+      if (demoArrivals) {
+        const { arrivals, source } = demoArrivals
+        demo = startDemoReplay({
+          arrivals,
+          speed: cfg.start.demoSpeed,
+          emit: createSdkEmitter(agent.recorder),
+        })
+        io.out(
+          `demo fleet: services demo-chat and demo-vision, replaying ${source} at ${cfg.start.demoSpeed}x (--no-demo turns it off)`,
+        )
+        serving = await startServingDemo({
+          cli: fileURLToPath(new URL('./tailguard.js', import.meta.url)),
+          arrivals,
+          sink: agent.recorder,
+          node: cfg.agent.node,
+          speed: 2,
+          log: (level, msg) => log[level](msg),
+        })
+        io.out(
+          `demo serving: service demo-llm, ${serving.modelUrls.length} reference model servers (tailguard serve-model) behind tailguard proxies at ${serving.proxyUrls.join(', ')}, replaying the same trace at 2x`,
+        )
+      }
+      let controller: RunningController | null = null
+      if (cfg.controllers.length > 0) {
+        try {
+          controller = await runController(cfg, log, {
+            store: collector.store,
+            budgets: { kind: 'engine', engine: collector.slos },
+            board,
+          })
+        } catch (err) {
+          demo?.stop()
+          await agent.stop()
+          await collector.stop()
+          throw new CliError((err as Error).message)
+        }
+        const modes = cfg.controllers.map((t) => `${t.name ?? t.service} (${t.mode ?? 'observe'})`).join(', ')
+        io.out(`controller: ${modes}, every ${cfg.controller.intervalMs / 1000} s`)
+      }
+      let keda: RunningKedaScaler | null = null
+      if (kedaPort) {
+        try {
+          keda = await listening(kedaPort, () =>
+            startKedaScaler({
+              source: board,
+              tokens: [tokens.read, tokens.admin],
+              host: kedaPort.host,
+              port: kedaPort.port,
+            }),
+          )
+        } catch (err) {
+          await controller?.stop()
+          demo?.stop()
+          await agent.stop()
+          await collector.stop()
+          throw err
+        }
+      }
+      io.out(`tailguard is running (store: ${db})`)
+      io.out(`  dashboard:  ${collector.url}/#token=${tokens.read}`)
+      io.out(`  API:        ${collector.url}/api/v1  (tokens in ${join(dataDir, 'tokens.json')})`)
+      if (agent.grpcAddress) io.out(`  OTLP/gRPC:  ${agent.grpcAddress.host}:${agent.grpcAddress.port}`)
+      io.out(`  OTLP/HTTP:  http://${agent.address?.host}:${agent.address?.port}/v1/traces`)
+      if (agent.proxyAddress)
+        io.out(
+          `  proxy:      http://${agent.proxyAddress.host}:${agent.proxyAddress.port} -> ${cfg.agent.proxy.upstreams.join(', ')} (setpoints: http://${agent.address?.host}:${agent.address?.port}/v1/setpoints with the admin token)`,
+        )
+      if (keda)
+        io.out(`  KEDA:       ${kedaPort!.host}:${keda.port} (external scaler; authToken = the read token)`)
+      if (controller)
+        io.out(`  decisions:  tailguard decisions --collector ${collector.url} --token ${tokens.read}`)
+      await untilSignal(async () => {
+        await keda?.close()
+        await controller?.stop()
+        demo?.stop()
+        await serving?.stop()
+        await agent.stop()
+        await collector.stop()
+      }, log)
+    })
+}
+
+/**
+ * The demo's LLM arrivals: the given trace, else the Azure conversation trace the package ships. A missing or
+ * unreadable file is an error (never a silent fallback to made-up arrivals).
+ */
+function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; source: string } {
+  const shipped = shippedTracePath()
+  const path = tracePath ?? shipped
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err)
+    throw new CliError(
+      tracePath === null
+        ? `the demo trace shipped with tailguard is missing: ${path} (${code}); restore it (git checkout -- controller/sim/traces), give --demo-trace FILE, or run with --no-demo`
+        : `--demo-trace ${path}: cannot read (${code})`,
+    )
+  }
+  const parsed = parseAzureTrace(text)
+  if (!parsed.ok) throw new CliError(`${path}:${parsed.error.line}: ${parsed.error.message}`)
+  const t = parsed.trace
+  const arrivals: DemoArrival[] = []
+  for (let i = 0; i < t.arrivalMs.length; i++)
+    arrivals.push({
+      offsetMs: t.arrivalMs[i]!,
+      contextTokens: t.inputTokens[i]!,
+      generatedTokens: t.outputTokens[i]!,
+    })
+  const attribution = path === shipped ? ` — ${AZURE_TRACE_ATTRIBUTION}` : ''
+  return { arrivals, source: `${path} (${arrivals.length} requests)${attribution}` }
+}

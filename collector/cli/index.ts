@@ -1,0 +1,16 @@
+export { CliError, processIO } from './command.js'
+export type { CliIO, RegisterCommand } from './command.js'
+export {
+  assertPortsFree,
+  explainListenError,
+  intArg,
+  listening,
+  loadConfig,
+  makeLogger,
+  portArg,
+  untilSignal,
+  withCommonOptions,
+} from './options.js'
+export type { PortClaim } from './options.js'
+export { registerCollector } from './collector.js'
+export { registerMigrate } from './migrate.js'

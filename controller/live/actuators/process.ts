@@ -1,0 +1,200 @@
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { describeFailure, httpJson } from '../http.js'
+import { putBatching } from './model-server.js'
+import type { Actuator, Knob } from './types.js'
+
+/** Options of {@link createProcessActuator}. */
+export interface ProcessActuatorOptions {
+  /** The replica command; `{port}` in any argument becomes the replica's port. */
+  readonly command: readonly string[]
+  /** Replica i listens on basePort + i. */
+  readonly basePort: number
+  readonly host?: string
+  /** The agent (sidecar proxy) whose upstream set holds the replicas (contract 2, `PUT /v1/upstreams`). */
+  readonly agentUrl?: string
+  readonly agentToken?: string
+  /** When true the replicas serve the batching API (contract 3) and this actuator also moves batching. */
+  readonly batching?: boolean
+  readonly batchingToken?: string
+  /** How long a new replica may take to answer `GET /healthz` (default 30 s). */
+  readonly readyTimeoutMs?: number
+  /** How long a draining replica may keep in-flight requests before it is stopped anyway (default 30 s). */
+  readonly drainGraceMs?: number
+  /** Poll period while waiting for readiness or a drain (default 100 ms). */
+  readonly pollMs?: number
+  readonly env?: NodeJS.ProcessEnv
+  readonly onEvent?: (line: string) => void
+}
+
+interface Replica {
+  readonly slot: number
+  readonly url: string
+  readonly child: ChildProcess
+  state: 'starting' | 'ready' | 'draining' | 'stopped'
+  stderr: string
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * Local replica processes behind a sidecar proxy (the demo and the end-to-end test): scaling up spawns
+ * replicas (`tailguard serve-model --port {port}` or any command), waits for `GET /healthz`, then adds them
+ * to the agent's upstream set; scaling down first marks the newest replicas `draining` there (the proxy sends
+ * them nothing new), waits until their in-flight requests finish or `drainGraceMs` passes, then stops them.
+ * Replicas it started are stopped on `close()`.
+ *
+ * @example createProcessActuator({ command: ['tailguard', 'serve-model', '--port', '{port}'], basePort: 9100, agentUrl: 'http://127.0.0.1:4318' })
+ */
+export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
+  const host = o.host ?? '127.0.0.1'
+  const poll = o.pollMs ?? 100
+  const replicas: Replica[] = []
+  let batching: { windowMs: number; maxBatch: number } | null = null
+  let upstreamWrite: Promise<unknown> = Promise.resolve()
+  const event = o.onEvent ?? (() => {})
+
+  const agentToken = o.agentToken ? { token: o.agentToken } : {}
+  const pushUpstreams = (): Promise<string | null> => {
+    if (!o.agentUrl) return Promise.resolve(null)
+    const next = upstreamWrite.then(async () => {
+      const upstreams = replicas
+        .filter((r) => r.state === 'ready' || r.state === 'draining')
+        .map((r) => ({ url: r.url, state: r.state === 'ready' ? 'active' : 'draining' }))
+      const r = await httpJson(`${o.agentUrl!.replace(/\/$/, '')}/v1/upstreams`, {
+        method: 'PUT',
+        body: { upstreams },
+        ...agentToken,
+      })
+      return r.ok && r.status === 200 ? null : describeFailure('PUT /v1/upstreams', r)
+    })
+    upstreamWrite = next
+    return next
+  }
+
+  const inFlightOf = async (url: string): Promise<number | null> => {
+    if (!o.agentUrl) return 0
+    const r = await httpJson(`${o.agentUrl.replace(/\/$/, '')}/v1/upstreams`, agentToken)
+    if (!r.ok || r.status !== 200) return null
+    const list =
+      (r.json as { upstreams?: Array<{ url?: string; inFlight?: number }> } | null)?.upstreams ?? []
+    const u = list.find((x) => x.url === url)
+    return u ? (u.inFlight ?? 0) : 0
+  }
+
+  const start = (slot: number): Replica => {
+    const port = o.basePort + slot
+    const [cmd, ...args] = o.command.map((a) => a.replaceAll('{port}', String(port)))
+    const child = spawn(cmd!, args, { stdio: ['ignore', 'ignore', 'pipe'], env: o.env ?? process.env })
+    const r: Replica = { slot, url: `http://${host}:${port}`, child, state: 'starting', stderr: '' }
+    child.stderr?.on('data', (c: Buffer) => {
+      r.stderr = (r.stderr + c.toString('utf8')).slice(-2000)
+    })
+    child.on('exit', (code, signal) => {
+      if (r.state !== 'stopped')
+        event(`replica ${r.url} exited (${signal ?? code}) ${r.stderr.trim().slice(-200)}`)
+      r.state = 'stopped'
+      const i = replicas.indexOf(r)
+      if (i >= 0) replicas.splice(i, 1)
+      void pushUpstreams()
+    })
+    child.on('error', (err) => {
+      r.stderr += err.message
+    })
+    replicas.push(r)
+    void (async () => {
+      const deadline = Date.now() + (o.readyTimeoutMs ?? 30_000)
+      while (r.state === 'starting' && Date.now() < deadline) {
+        const h = await httpJson(`${r.url}/healthz`, { timeoutMs: 1000 })
+        if (h.ok && h.status === 200) {
+          if (batching && o.batching) await putBatching([r.url], batching, o.batchingToken)
+          r.state = 'ready'
+          event(`replica ${r.url} ready`)
+          await pushUpstreams()
+          return
+        }
+        await sleep(poll)
+      }
+      if (r.state === 'starting') {
+        event(`replica ${r.url} not ready after ${o.readyTimeoutMs ?? 30_000} ms; stopping it`)
+        r.state = 'stopped'
+        child.kill('SIGTERM')
+      }
+    })()
+    return r
+  }
+
+  const drainAndStop = async (r: Replica) => {
+    r.state = 'draining'
+    await pushUpstreams()
+    const deadline = Date.now() + (o.drainGraceMs ?? 30_000)
+    while (Date.now() < deadline) {
+      const n = await inFlightOf(r.url)
+      if (n === 0) break
+      await sleep(poll)
+    }
+    r.state = 'stopped'
+    r.child.kill('SIGTERM')
+    const i = replicas.indexOf(r)
+    if (i >= 0) replicas.splice(i, 1)
+    await pushUpstreams()
+    event(`replica ${r.url} drained and stopped`)
+  }
+
+  const active = () => replicas.filter((r) => r.state === 'starting' || r.state === 'ready')
+  const knobs: Knob[] = o.batching ? ['replicas', 'batching'] : ['replicas']
+  return {
+    name: `process ${o.command[0]} on ${host}:${o.basePort}+`,
+    knobs,
+    async read() {
+      const a = active()
+      const ready = a.filter((r) => r.state === 'ready').length
+      return {
+        ok: true,
+        reading: {
+          replicas: { desired: a.length, ready, starting: a.length - ready },
+          ...(o.batching && batching ? { batching } : {}),
+        },
+      }
+    },
+    async apply(change) {
+      const notes: string[] = []
+      if (change.batching && o.batching) {
+        batching = { ...change.batching }
+        const urls = replicas.filter((r) => r.state === 'ready').map((r) => r.url)
+        if (urls.length > 0) {
+          const b = await putBatching(urls, batching, o.batchingToken)
+          if (!b.ok) return b
+        }
+        notes.push(
+          `batching window ${batching.windowMs} ms, max batch ${batching.maxBatch} on ${urls.length} replica(s)`,
+        )
+      }
+      if (change.replicas !== undefined) {
+        const a = active()
+        if (change.replicas > a.length) {
+          const used = new Set(replicas.map((r) => r.slot))
+          const started: string[] = []
+          for (let slot = 0; started.length < change.replicas - a.length; slot++)
+            if (!used.has(slot)) started.push(start(slot).url)
+          notes.push(`started ${started.join(', ')}`)
+        } else if (change.replicas < a.length) {
+          // Newest first, starting ones before ready ones.
+          const victims = [...a]
+            .sort((x, y) => (x.state === y.state ? y.slot - x.slot : x.state === 'starting' ? -1 : 1))
+            .slice(0, a.length - change.replicas)
+          for (const v of victims) void drainAndStop(v)
+          notes.push(`draining ${victims.map((v) => v.url).join(', ')}`)
+        }
+      }
+      return { ok: true, detail: notes.join('; ') || 'nothing to change' }
+    },
+    async close() {
+      for (const r of [...replicas]) {
+        r.state = 'stopped'
+        r.child.kill('SIGTERM')
+      }
+      replicas.length = 0
+    },
+  }
+}

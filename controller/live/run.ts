@@ -1,0 +1,220 @@
+import { createStore } from '../../collector/index.js'
+import type { SloEngine, Store, TailguardConfig } from '../../collector/index.js'
+import { createActuator } from './actuators/index.js'
+import { createLiveController, targetName } from './controller.js'
+import type { ControllerLogger, LiveController, LiveTarget, TargetView } from './controller.js'
+import { recommendationFromView } from '../autoscale/from-view.js'
+import type { RecommendationBoard } from '../autoscale/recommendation.js'
+import { httpJson } from './http.js'
+import type { ObservationReader } from './observe.js'
+import { createTargetPolicy, DEFAULT_LIVE_POLICY } from './policies.js'
+
+/** A controller started by {@link runController}. */
+export interface RunningController {
+  readonly controller: LiveController
+  readonly targets: readonly string[]
+  stop(): Promise<void>
+}
+
+/** Where error budgets come from: the SLO engine in this process, or a collector's API. */
+export type BudgetSource =
+  | { readonly kind: 'engine'; readonly engine: SloEngine }
+  | { readonly kind: 'http'; readonly url: string; readonly token?: string }
+
+/**
+ * Reads budget remaining (min over the named SLOs) from an SLO engine in this process or from a collector's
+ * `GET /api/v1/slos`, cached for a second so one control round asks once.
+ *
+ * @example const budget = budgetReader({ kind: 'http', url: 'http://collector:7070', token })
+ */
+export function budgetReader(src: BudgetSource): (slos: readonly string[]) => Promise<number | null> {
+  let cache: { atMs: number; byName: Map<string, number> } | null = null
+  const load = async (): Promise<Map<string, number>> => {
+    if (cache && Date.now() - cache.atMs < 1000) return cache.byName
+    const byName = new Map<string, number>()
+    if (src.kind === 'engine') {
+      for (const d of src.engine.list())
+        if (d.evaluation) byName.set(d.slo.name, d.evaluation.budget.remainingRatio)
+    } else {
+      const r = await httpJson(`${src.url.replace(/\/$/, '')}/api/v1/slos`, {
+        ...(src.token ? { token: src.token } : {}),
+      })
+      if (r.ok && r.status === 200)
+        for (const s of (r.json as { slos?: Array<{ name: string; budgetRemaining: number | null }> }).slos ??
+          [])
+          if (typeof s.budgetRemaining === 'number') byName.set(s.name, s.budgetRemaining)
+    }
+    cache = { atMs: Date.now(), byName }
+    return byName
+  }
+  return async (slos) => {
+    const m = await load()
+    const v = slos.map((n) => m.get(n)).filter((x): x is number => x !== undefined)
+    return v.length > 0 ? Math.min(...v) : null
+  }
+}
+
+/**
+ * GPU utilization of a target: the mean `gpuUtilPct` (newest report) of the GPUs running a process the agent
+ * attributed to one of the target's replicas, 0..1; null when no GPU is attributed. The inventory is read at
+ * most once a second, so one control round reads it once.
+ *
+ * @example const util = gpuUtilizationReader(store); await util({ service: 'chat' }, range) // 0.72
+ */
+export function gpuUtilizationReader(
+  store: Pick<Store, 'gpus'>,
+): NonNullable<ObservationReader['gpuUtilization']> {
+  let cache: { atMs: number; gpus: Awaited<ReturnType<Store['gpus']>> } | null = null
+  return async (sel) => {
+    if (!cache || Date.now() - cache.atMs >= 1000) cache = { atMs: Date.now(), gpus: await store.gpus() }
+    const util: number[] = []
+    for (const g of cache.gpus) {
+      const mine = g.processes.some(
+        (p) =>
+          p.replica !== null &&
+          p.replica.service === sel.service &&
+          (sel.model === undefined || p.replica.model === sel.model) &&
+          (sel.version === undefined || p.replica.version === sel.version),
+      )
+      const u = g.fields.gpuUtilPct
+      if (mine && u) util.push(u.mean / 100)
+    }
+    return util.length > 0 ? Math.min(1, util.reduce((a, b) => a + b, 0) / util.length) : null
+  }
+}
+
+/**
+ * Live signals of a target summed over its series (contract 1): requests in service (the proxy's in-flight, else
+ * an LLM server's running sequences) and queued (the proxy's queue, else the server's waiting requests), each last
+ * and mean over the range; queued per priority class; mean and max batch size. Null when no source reports any.
+ *
+ * @example const signals = signalsReader(store); await signals({ service: 'chat' }, range) // { inFlight: { last: 12, mean: 9.5 }, … }
+ */
+export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<ObservationReader['signals']> {
+  return async (sel, range) => {
+    const series = await store.signals(sel, range, Math.max(10_000, range.toMs - range.fromMs))
+    let seen = false
+    const inFlight = { last: 0, mean: 0 }
+    const queued = { last: 0, mean: 0 }
+    const byClass: number[] = []
+    let batchSum = 0
+    let batchN = 0
+    let batchMax = 0
+    for (const s of series) {
+      const p = s.points[s.points.length - 1]
+      if (p === undefined) continue
+      const g = p.gauges
+      const busy = g.inFlight ?? g.running
+      const waiting = g.queued ?? g.waiting
+      if (busy) {
+        inFlight.last += busy.last
+        inFlight.mean += busy.mean
+        seen = true
+      }
+      if (waiting) {
+        queued.last += waiting.last
+        queued.mean += waiting.mean
+        seen = true
+      }
+      for (const c of p.byClass)
+        byClass[c.priorityClass] = (byClass[c.priorityClass] ?? 0) + (c.queued?.last ?? 0)
+      if (g.batchSize) {
+        batchSum += g.batchSize.mean
+        batchN++
+        batchMax = Math.max(batchMax, g.batchSize.max)
+        seen = true
+      }
+    }
+    if (!seen) return null
+    return {
+      inFlight,
+      queued,
+      queuedByClass: Array.from(byClass, (v) => v ?? 0),
+      batchSize: { mean: batchN > 0 ? batchSum / batchN : 0, max: batchMax },
+    }
+  }
+}
+
+/**
+ * Builds the targets of `controllers:` (policy, actuators) and starts the live controller on `store` (or on
+ * the store at `cfg.collector.db`, migrated). Used by `tailguard controller` and `tailguard start`.
+ *
+ * @example const c = await runController(cfg, logger, { budgets: { kind: 'engine', engine: collector.slos }, store: collector.store })
+ */
+export async function runController(
+  cfg: Readonly<TailguardConfig>,
+  logger: ControllerLogger,
+  opts: {
+    store?: Store
+    budgets?: BudgetSource
+    env?: NodeJS.ProcessEnv
+    holder?: string
+    reader?: Partial<ObservationReader>
+    /** Where each target's recommendation is published for the autoscaler front ends (KEDA, HPA, JSON). */
+    board?: RecommendationBoard
+  } = {},
+): Promise<RunningController> {
+  const env = opts.env ?? process.env
+  const own = !opts.store
+  let store = opts.store
+  if (!store) {
+    store = await createStore({ url: cfg.collector.db })
+    const m = await store.migrate()
+    if (m.kind === 'failed') {
+      await store.close()
+      throw new Error(`migration ${m.migration} failed: ${m.error}`)
+    }
+  }
+  const targets: LiveTarget[] = []
+  const problems: string[] = []
+  cfg.controllers.forEach((t, i) => {
+    const p = createTargetPolicy(t.policy ?? DEFAULT_LIVE_POLICY, t)
+    if (!p.ok) {
+      problems.push(`controllers.${i}.policy: ${p.error}`)
+      return
+    }
+    targets.push({
+      name: targetName(t),
+      config: t,
+      policy: p.policy,
+      actuators: t.actuators.map((a) =>
+        createActuator(a, t, env, (line) => logger.info(`${targetName(t)}: ${line}`)),
+      ),
+    })
+  })
+  if (problems.length > 0) {
+    if (own) await store.close()
+    throw new Error(problems.join('\n'))
+  }
+  const budget = opts.budgets ? budgetReader(opts.budgets) : null
+  const reader: ObservationReader = {
+    histograms: (s, r, m) => store.histograms(s, r, m),
+    counts: (s, r) => store.counts(s, r),
+    signals: signalsReader(store),
+    gpuUtilization: gpuUtilizationReader(store),
+    ...(budget ? { budgetRemaining: budget } : {}),
+    ...opts.reader,
+  }
+  const c = cfg.controller
+  const controller = createLiveController({
+    store,
+    reader,
+    targets,
+    intervalMs: c.intervalMs,
+    staleAfterIntervals: c.staleAfterIntervals,
+    leaseTtlMs: c.leaseTtlMs,
+    effectAfterIntervals: c.effectAfterIntervals,
+    logger,
+    ...(opts.holder ? { holder: opts.holder } : {}),
+    ...(opts.board ? { onView: (v: TargetView) => opts.board!.publish(recommendationFromView(v)) } : {}),
+  })
+  controller.start()
+  return {
+    controller,
+    targets: targets.map((t) => t.name),
+    async stop() {
+      await controller.stop()
+      if (own) await store.close()
+    },
+  }
+}

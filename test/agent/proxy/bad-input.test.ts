@@ -1,0 +1,167 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { connect, createServer as createTcpServer } from 'node:net'
+import type { Server as TcpServer, Socket } from 'node:net'
+import { proxyTo, upstream } from './helpers.js'
+
+const closers: Array<() => Promise<unknown>> = []
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c()
+})
+
+/** Sends raw bytes (optionally in timed pieces) and collects everything until the proxy closes or `waitMs`. */
+function raw(
+  port: number,
+  pieces: Array<string | Buffer | number>,
+  waitMs = 5000,
+): Promise<{ text: string; closed: boolean; ms: number }> {
+  return new Promise((resolve) => {
+    const t0 = performance.now()
+    const s: Socket = connect(port, '127.0.0.1')
+    let text = ''
+    let done = false
+    const finish = (closed: boolean) => {
+      if (done) return
+      done = true
+      s.destroy()
+      resolve({ text, closed, ms: performance.now() - t0 })
+    }
+    s.on('data', (d) => (text += d.toString('latin1')))
+    s.on('close', () => finish(true))
+    s.on('error', () => finish(true))
+    setTimeout(() => finish(false), waitMs)
+    s.once('connect', async () => {
+      for (const p of pieces) {
+        if (typeof p === 'number') await new Promise((r) => setTimeout(r, p))
+        else if (!s.destroyed) s.write(p)
+      }
+    })
+  })
+}
+
+async function okUpstream() {
+  const up = await upstream((req, res) => {
+    req.resume()
+    req.on('end', () => res.end('ok'))
+  })
+  closers.push(up.close)
+  return up
+}
+
+async function tcpUpstream(onConn: (s: Socket) => void): Promise<string> {
+  const server: TcpServer = createTcpServer(onConn)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  closers.push(() => new Promise((r) => server.close(r)))
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+}
+
+const status = (text: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1])
+
+describe('proxy: bad input', () => {
+  it('answers malformed HTTP with a JSON 400 and keeps serving', async () => {
+    const up = await okUpstream()
+    const p = await proxyTo([up.url])
+    closers.push(() => p.proxy.close())
+    const r = await raw(p.port, ['GARBAGE\x00\x01 nonsense\r\n\r\n'])
+    expect(status(r.text)).toBe(400)
+    expect(r.text).toContain('"code":"TG_ERR_BAD_REQUEST"')
+    expect(r.closed).toBe(true)
+    expect(p.proxy.counts.malformed).toBe(1)
+    expect(await (await fetch(`${p.url}/`)).text()).toBe('ok')
+  })
+
+  it('times out slow headers with 408', async () => {
+    const up = await okUpstream()
+    const p = await proxyTo([up.url], { headersTimeoutMs: 400 })
+    closers.push(() => p.proxy.close())
+    const r = await raw(p.port, ['GET / HTTP/1.1\r\nHost: x\r\n', 100, 'X-A: 1\r\n'], 5000)
+    expect(status(r.text)).toBe(408)
+    expect(r.text).toContain('TG_ERR_REQUEST_TIMEOUT')
+    expect(r.ms).toBeLessThan(3000)
+  })
+
+  it('times out a stalled request body with 408 and aborts the upstream request', async () => {
+    let upstreamClosed = false
+    const up = await upstream((req, res) => {
+      req.resume()
+      res.on('close', () => (upstreamClosed = true))
+      req.on('end', () => res.end('never'))
+    })
+    closers.push(up.close)
+    const p = await proxyTo([up.url], { bodyIdleTimeoutMs: 300 })
+    closers.push(() => p.proxy.close())
+    const r = await raw(p.port, ['POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789'], 5000)
+    expect(status(r.text)).toBe(408)
+    expect(r.ms).toBeLessThan(3000)
+    expect(p.proxy.counts.bodyTimeouts).toBe(1)
+    for (let i = 0; i < 100 && !upstreamClosed; i++) await new Promise((res) => setTimeout(res, 10))
+    expect(upstreamClosed).toBe(true)
+  })
+
+  it('refuses oversized headers (431) and bodies (413), declared or chunked', async () => {
+    const up = await okUpstream()
+    const p = await proxyTo([up.url], { maxHeaderBytes: 2048, maxBodyBytes: 1000 })
+    closers.push(() => p.proxy.close())
+    const big = await raw(p.port, [`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(4000)}\r\n\r\n`])
+    expect(status(big.text)).toBe(431)
+    expect(big.text).toContain('TG_ERR_HEADERS_TOO_LARGE')
+    const declared = await fetch(`${p.url}/`, { method: 'POST', body: 'x'.repeat(2000) })
+    expect(declared.status).toBe(413)
+    expect(((await declared.json()) as { code: string }).code).toBe('TG_ERR_PAYLOAD_TOO_LARGE')
+    const chunked = await raw(p.port, [
+      'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n',
+      `258\r\n${'y'.repeat(600)}\r\n`,
+      50,
+      `258\r\n${'y'.repeat(600)}\r\n`,
+      '0\r\n\r\n',
+    ])
+    expect(status(chunked.text)).toBe(413)
+    expect(p.proxy.counts.tooLarge).toBe(2)
+    expect(await (await fetch(`${p.url}/`)).text()).toBe('ok')
+  })
+
+  it('answers 400 for a bad priority or deadline header, naming it', async () => {
+    const up = await okUpstream()
+    const p = await proxyTo([up.url])
+    closers.push(() => p.proxy.close())
+    for (const [h, v] of [
+      ['x-tailguard-priority', 'high'],
+      ['x-tailguard-priority', '99'],
+      ['x-tailguard-deadline-ms', 'soon'],
+    ] as const) {
+      const res = await fetch(`${p.url}/`, { headers: { [h]: v } })
+      expect(res.status).toBe(400)
+      expect(((await res.json()) as { message: string }).message).toContain(h)
+    }
+  })
+
+  it('answers 502 when the upstream returns garbage', async () => {
+    const url = await tcpUpstream((s) => {
+      s.on('data', () => s.end('THIS IS NOT HTTP\r\n\r\n'))
+    })
+    const p = await proxyTo([url])
+    closers.push(() => p.proxy.close())
+    const res = await fetch(`${p.url}/`)
+    expect(res.status).toBe(502)
+    expect(((await res.json()) as { code: string }).code).toBe('TG_ERR_UPSTREAM_UNAVAILABLE')
+    expect(p.recorder.drain().series[0]!.errorClasses).toEqual({ upstream_bad_response: 1 })
+  })
+
+  it('cuts the client connection when the upstream closes mid-stream, and counts it', async () => {
+    const url = await tcpUpstream((s) => {
+      s.once('data', () => {
+        s.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n')
+        s.write('a\r\ndata: 1\n\n\r\n')
+        setTimeout(() => s.destroy(), 50)
+      })
+    })
+    const p = await proxyTo([url])
+    closers.push(() => p.proxy.close())
+    const r = await raw(p.port, ['GET / HTTP/1.1\r\nHost: x\r\n\r\n'], 5000)
+    expect(status(r.text)).toBe(200)
+    expect(r.text).toContain('data: 1')
+    expect(r.text).not.toMatch(/0\r\n\r\n$/) // no clean end of the chunked body: the client sees the cut
+    expect(r.closed).toBe(true)
+    expect(p.proxy.counts.upstreamMidStream).toBe(1)
+    expect(p.recorder.drain().series[0]!.errorClasses).toEqual({ upstream_closed: 1 })
+  })
+})

@@ -1,0 +1,245 @@
+import { spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CLI } from '../helpers/cli.js'
+import { freePort } from '../helpers/ports.js'
+import { childPids, cpuSeconds, openLoop, quantile, spawnNode, stop, waitListening } from './load.js'
+import type { Bench } from './table.js'
+
+// Added latency of the proxy, side by side in one run: open-loop fixed-rate GETs (250, 1k, 2k, 4k req/s) against
+// a tiny upstream (a node http server answering 2 bytes), sent directly, through `tailguard agent
+// --proxy-port` (the real CLI, in its own process) and through nginx (Debian's, started here with a temp
+// config on a loopback port, upstream keepalive on, buffering off as for streaming). Added p50/p99 = the
+// path's percentile minus the direct path's in the same rate step. CPU: the proxy process's user+system
+// time over the step, as % of one core per 1k req/s.
+
+const RATES = [250, 1000, 2000, 4000]
+const DURATION_MS = Number(process.env.TG_BENCH_PROXY_MS ?? 5000)
+const WARMUP_MS = 1000
+
+const UPSTREAM = `
+import { createServer } from 'node:http'
+const s = createServer((req, res) => {
+  req.resume()
+  if (req.url === '/sse') {
+    // The first event 20 ms after the headers, carrying the monotonic time it was sent (ns).
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.flushHeaders()
+    setTimeout(() => {
+      res.write('data: ' + process.hrtime.bigint() + '\\n\\n')
+      setTimeout(() => res.end('data: [DONE]\\n\\n'), 5)
+    }, 20)
+    return
+  }
+  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' }); res.end('ok')
+})
+s.keepAliveTimeout = 65000
+s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
+process.on('SIGTERM', () => process.exit(0))
+`
+
+function nginxBinary(): string | null {
+  for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', 'nginx']) {
+    const r = spawnSync(p, ['-v'], { encoding: 'utf8' })
+    if (r.status === 0) return p
+  }
+  return null
+}
+
+async function startNginx(
+  bin: string,
+  upstreamPort: number,
+): Promise<{ child: ChildProcess; port: number; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'tg-nginx-'))
+  const port = await freePort()
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `worker_processes 1;
+daemon off;
+master_process on;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream up { server 127.0.0.1:${upstreamPort}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${port};
+    keepalive_requests 1000000;
+    location / {
+      proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  )
+  const child = spawn(bin, ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', join(dir, 'error.log')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  // nginx prints nothing when it starts: poll the port.
+  for (let i = 0; i < 100; i++) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/`)
+      await r.text()
+      if (r.ok) return { child, port, dir }
+    } catch {
+      // Not up yet.
+    }
+    if (child.exitCode !== null) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error('nginx did not start')
+}
+
+async function startTailguard(upstreamPort: number): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort()
+  const otlp = await freePort()
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'agent',
+      '--proxy-port',
+      String(port),
+      '--upstream',
+      `http://127.0.0.1:${upstreamPort}`,
+      '--otlp-port',
+      String(otlp),
+      '--no-nvml',
+      '--no-otlp-grpc',
+      '--log-level',
+      'fatal',
+      '--collector',
+      'http://127.0.0.1:9',
+    ],
+    {
+      env: { ...process.env, TAILGUARD_AGENT_TOKEN: 'bench-agent-token-0123456789' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
+  return { ...(await waitListening(child, /proxy on http:\/\/[^:]+:(\d+)/)), port }
+}
+
+const bench: Bench = {
+  name: 'proxy',
+  async run(log) {
+    const up = await spawnNode(UPSTREAM)
+    const targets: Array<{ name: string; port: number; pids: () => number[] }> = [
+      { name: 'direct', port: up.port, pids: () => [] },
+    ]
+    const children: ChildProcess[] = [up.child]
+    let nginxDir: string | null = null
+    try {
+      const tg = await startTailguard(up.port)
+      children.push(tg.child)
+      targets.push({ name: 'tailguard', port: tg.port, pids: () => [tg.child.pid!] })
+      const bin = nginxBinary()
+      if (bin) {
+        const ng = await startNginx(bin, up.port)
+        children.push(ng.child)
+        nginxDir = ng.dir
+        targets.push({
+          name: 'nginx',
+          port: ng.port,
+          pids: () => [ng.child.pid!, ...childPids(ng.child.pid!)],
+        })
+      } else log('nginx not found: install the Debian package nginx (CI does); the nginx rows are left out')
+
+      const rows: Array<Array<string | number>> = []
+      const summary: Record<number, Record<string, { p50: number; p99: number }>> = {}
+      for (const rate of RATES) {
+        const base: Record<string, { p50: number; p99: number }> = {}
+        for (const t of targets) {
+          const url = `http://127.0.0.1:${t.port}`
+          await openLoop({ url, ratePerS: rate, durationMs: WARMUP_MS })
+          const cpu0 = cpuSeconds(t.pids())
+          const t0 = performance.now()
+          const samples = await openLoop({ url, ratePerS: rate, durationMs: DURATION_MS })
+          const wall = (performance.now() - t0) / 1000
+          const cpu = cpuSeconds(t.pids()) - cpu0
+          const ok = samples.filter((s) => s.status === 200).map((s) => s.latencyMs)
+          const p50 = quantile(ok, 0.5)
+          const p99 = quantile(ok, 0.99)
+          base[t.name] = { p50, p99 }
+          const d = base.direct!
+          const cpuPctPer1k = t.name === 'direct' ? NaN : (cpu / wall / (rate / 1000)) * 100
+          log(
+            `${rate}/s ${t.name}: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, ${samples.length - ok.length} errors`,
+          )
+          rows.push([
+            rate,
+            t.name,
+            p50,
+            p99,
+            t.name === 'direct' ? '—' : p50 - d.p50,
+            t.name === 'direct' ? '—' : p99 - d.p99,
+            Number.isNaN(cpuPctPer1k) ? '—' : cpuPctPer1k,
+            samples.length - ok.length,
+          ])
+        }
+        summary[rate] = base
+      }
+      // SSE: how long after the upstream sent the first event the client had it (hrtime is one monotonic
+      // clock for every process on the machine), 200 streams per path, 20 at a time.
+      const sse: Array<Array<string | number>> = []
+      for (const t of targets) {
+        const gaps: number[] = []
+        for (let round = 0; round < 10; round++)
+          await Promise.all(
+            Array.from({ length: 20 }, async () => {
+              const res = await fetch(`http://127.0.0.1:${t.port}/sse`)
+              const reader = res.body!.getReader()
+              const { value } = await reader.read()
+              const got = process.hrtime.bigint()
+              const sent = /data: (\d+)/.exec(Buffer.from(value!).toString())
+              if (sent) gaps.push(Number(got - BigInt(sent[1]!)) / 1e6)
+              await reader.cancel()
+            }),
+          )
+        log(`SSE ${t.name}: first event p50 ${quantile(gaps, 0.5).toFixed(3)} ms after the upstream sent it`)
+        sse.push([t.name, gaps.length, quantile(gaps, 0.5), quantile(gaps, 0.9), quantile(gaps, 0.99)])
+      }
+      const at2k = summary[2000]!
+      const added = (n: string) => (at2k[n] ? at2k[n]!.p99 - at2k.direct!.p99 : NaN)
+      const tgAdded = added('tailguard')
+      const ngAdded = added('nginx')
+      const sseTable = {
+        title: 'SSE: first event at the client, ms after the upstream sent it',
+        columns: ['path', 'streams', 'p50', 'p90', 'p99'],
+        rows: sse,
+        notes: ['Target: ≤ 2 ms through tailguard (the test suite checks the median in-process).'],
+      }
+      return [
+        sseTable,
+        {
+          title:
+            'Proxy overhead: open-loop GETs against a tiny upstream (ms; CPU as % of one core per 1k req/s)',
+          columns: ['req/s', 'path', 'p50', 'p99', 'added p50', 'added p99', 'CPU %/1k req/s', 'errors'],
+          rows,
+          notes: [
+            `At 2k req/s tailguard adds ${tgAdded.toFixed(3)} ms at p99 (target ≤ 1 ms)` +
+              (Number.isNaN(ngAdded)
+                ? '.'
+                : `; nginx adds ${ngAdded.toFixed(3)} ms: ratio ${(tgAdded / Math.max(ngAdded, 0.001)).toFixed(2)}× (target ≤ 1.5×).`),
+            `${DURATION_MS / 1000} s per step after a ${WARMUP_MS / 1000} s warm-up; latency counts from each request's scheduled send time (no coordinated omission). The load generator, upstream and proxies share this machine's cores with other work, so absolute figures are noisy; the rows of one rate were measured back to back.`,
+          ],
+        },
+      ]
+    } finally {
+      for (const c of children.reverse()) await stop(c)
+      if (nginxDir) rmSync(nginxDir, { recursive: true, force: true })
+    }
+  },
+}
+
+export default bench

@@ -1,0 +1,258 @@
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { SIGNATURE_HEADER, verifySignature } from '../../../collector/index.js'
+import {
+  createAgentActuator,
+  createKubernetesActuator,
+  createModelServerActuator,
+  createProcessActuator,
+  createTritonActuator,
+  createWebhookActuator,
+} from '../../../controller/index.js'
+import type { Actuator } from '../../../controller/index.js'
+import {
+  startFakeAgent,
+  startFakeKubernetes,
+  startFakeModelServer,
+  startFakeTriton,
+  startServer,
+} from '../../helpers/contract-servers.js'
+import type { TestServer } from '../../helpers/contract-servers.js'
+
+const ctx = { target: 'chat', fencingToken: 3, decisionId: 41, reason: 'load up 3x' }
+const TOKEN = 'agent-admin-token-0123456789'
+const servers: TestServer[] = []
+const actuators: Actuator[] = []
+afterEach(async () => {
+  for (const a of actuators.splice(0)) await a.close?.()
+  for (const s of servers.splice(0)) await s.close()
+})
+const track = <T extends TestServer>(s: T): T => (servers.push(s), s)
+
+describe('agent setpoints actuator (contract 2)', () => {
+  it('reads and puts admission caps with the fencing token, keeping each class queue timeout', async () => {
+    const agent = track(await startFakeAgent({ token: TOKEN }))
+    const a = createAgentActuator({ url: agent.url, token: TOKEN })
+    expect(await a.read()).toEqual({
+      ok: true,
+      reading: {
+        admission: [
+          { maxQueue: 64, maxConcurrency: 16 },
+          { maxQueue: 64, maxConcurrency: 16 },
+        ],
+      },
+    })
+    const r = await a.apply(
+      {
+        admission: [
+          { maxQueue: 64, maxConcurrency: 16 },
+          { maxQueue: 4, maxConcurrency: 2 },
+        ],
+      },
+      ctx,
+    )
+    expect(r).toEqual({ ok: true })
+    const put = JSON.parse(agent.requests.at(-1)!.body)
+    expect(put).toEqual({
+      admission: [
+        { priorityClass: 0, maxConcurrency: 16, maxQueue: 64, queueTimeoutMs: 2000 },
+        { priorityClass: 1, maxConcurrency: 2, maxQueue: 4, queueTimeoutMs: 2000 },
+      ],
+      fencingToken: 3,
+      source: 'tailguard-controller/chat',
+    })
+  })
+
+  it('answers a deposed leader with a failure naming TG_ERR_SETPOINTS_FENCED; a bad token is a failure too', async () => {
+    const agent = track(await startFakeAgent({ token: TOKEN }))
+    const a = createAgentActuator({ url: agent.url, token: TOKEN })
+    expect(
+      (await a.apply({ admission: [{ maxQueue: 1, maxConcurrency: 1 }] }, { ...ctx, fencingToken: 5 })).ok,
+    ).toBe(true)
+    const late = await a.apply(
+      { admission: [{ maxQueue: 9, maxConcurrency: 9 }] },
+      { ...ctx, fencingToken: 4 },
+    )
+    expect(late).toEqual({ ok: false, error: expect.stringMatching(/409 TG_ERR_SETPOINTS_FENCED/) })
+    expect(agent.state.puts).toHaveLength(1)
+    const wrong = createAgentActuator({ url: agent.url, token: 'wrong-token-123456' })
+    expect(await wrong.read()).toEqual({ ok: false, error: expect.stringMatching(/HTTP 401/) })
+  })
+
+  it('reports an unreachable agent as a failure, not a throw', async () => {
+    const a = createAgentActuator({ url: 'http://127.0.0.1:9', timeoutMs: 500 })
+    expect(await a.read()).toEqual({ ok: false, error: expect.stringMatching(/ECONNREFUSED/) })
+  })
+})
+
+describe('model server batching actuator (contract 3)', () => {
+  it('puts window and max batch on every replica and reads them back', async () => {
+    const m1 = track(await startFakeModelServer({ token: 'model-token-0123456' }))
+    const m2 = track(await startFakeModelServer({ token: 'model-token-0123456' }))
+    const a = createModelServerActuator({ urls: [m1.url, m2.url], token: 'model-token-0123456' })
+    expect(await a.apply({ batching: { windowMs: 12, maxBatch: 24 } }, ctx)).toEqual({ ok: true })
+    expect(m1.state).toEqual({ windowMs: 12, maxBatch: 24 })
+    expect(m2.state).toEqual({ windowMs: 12, maxBatch: 24 })
+    expect(await a.read()).toEqual({ ok: true, reading: { batching: { windowMs: 12, maxBatch: 24 } } })
+    const bad = await a.apply({ batching: { windowMs: -1, maxBatch: 24 } }, ctx)
+    expect(bad).toEqual({ ok: false, error: expect.stringMatching(/HTTP 400/) })
+  })
+})
+
+describe('Triton actuator (model repository extension)', () => {
+  it('reloads the model with its configuration, changing only max_batch_size and max_queue_delay_microseconds', async () => {
+    const t = track(await startFakeTriton('resnet50'))
+    const a = createTritonActuator({ url: t.url, model: 'resnet50' })
+    expect(await a.read()).toEqual({ ok: true, reading: { batching: { windowMs: 0.1, maxBatch: 8 } } })
+    expect(await a.apply({ batching: { windowMs: 2.5, maxBatch: 16 } }, ctx)).toEqual({ ok: true })
+    const load = t.requests.find((r) => r.method === 'POST')!
+    expect(load.path).toBe('/v2/repository/models/resnet50/load')
+    const body = JSON.parse(load.body) as { parameters: { config: string } }
+    expect(Object.keys(body)).toEqual(['parameters'])
+    const cfg = JSON.parse(body.parameters.config)
+    expect(cfg).toMatchObject({
+      name: 'resnet50',
+      platform: 'onnxruntime_onnx',
+      max_batch_size: 16,
+      dynamic_batching: { preferred_batch_size: [4, 8], max_queue_delay_microseconds: 2500 },
+    })
+    expect(await a.read()).toEqual({ ok: true, reading: { batching: { windowMs: 2.5, maxBatch: 16 } } })
+    const missing = createTritonActuator({ url: t.url, model: 'nope' })
+    expect(await missing.apply({ batching: { windowMs: 1, maxBatch: 1 } }, ctx)).toEqual({
+      ok: false,
+      error: expect.stringMatching(/HTTP 400 unknown model/),
+    })
+  })
+})
+
+describe('Kubernetes scale subresource actuator', () => {
+  it('reads spec and ready replicas and PUTs a Scale with the resourceVersion it read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-k8s-'))
+    writeFileSync(join(dir, 'token'), 'sa-token-abc\n')
+    try {
+      const k = track(
+        await startFakeKubernetes({ namespace: 'llm', name: 'vllm', token: 'sa-token-abc', replicas: 2 }),
+      )
+      const a = createKubernetesActuator({
+        kind: 'Deployment',
+        namespace: 'llm',
+        name: 'vllm',
+        apiServer: k.url,
+        tokenFile: join(dir, 'token'),
+      })
+      expect(await a.read()).toEqual({
+        ok: true,
+        reading: { replicas: { desired: 2, ready: 2, starting: 0 } },
+      })
+      expect(await a.apply({ replicas: 4 }, ctx)).toEqual({ ok: true, detail: 'spec.replicas 2 → 4' })
+      const put = k.requests.find((r) => r.method === 'PUT')!
+      expect(put.path).toBe('/apis/apps/v1/namespaces/llm/deployments/vllm/scale')
+      expect(JSON.parse(put.body)).toMatchObject({
+        apiVersion: 'autoscaling/v1',
+        kind: 'Scale',
+        metadata: { name: 'vllm', namespace: 'llm', resourceVersion: '1000' },
+        spec: { replicas: 4 },
+      })
+      k.state.ready = 3
+      expect(await a.read()).toEqual({
+        ok: true,
+        reading: { replicas: { desired: 4, ready: 3, starting: 1 } },
+      })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('finds the in-cluster API server from the environment and fails clearly outside a cluster', async () => {
+    const out = createKubernetesActuator({ kind: 'StatefulSet', namespace: 'a', name: 'b', env: {} })
+    expect(await out.read()).toEqual({ ok: false, error: expect.stringMatching(/not in a cluster/) })
+    const inCluster = createKubernetesActuator({
+      kind: 'StatefulSet',
+      namespace: 'a',
+      name: 'b',
+      env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '9' },
+      tokenFile: '/nonexistent/token',
+    })
+    expect(await inCluster.read()).toEqual({
+      ok: false,
+      error: expect.stringMatching(/kubernetes credentials/),
+    })
+  })
+})
+
+describe('signed webhook actuator', () => {
+  it('POSTs the change signed with HMAC-SHA256 as the SLO webhooks are, with an idempotency key', async () => {
+    const secret = 'webhook-secret-0123456789'
+    let verified = false
+    const hook = track(
+      await startServer((r, res) => {
+        verified = verifySignature(secret, r.headers[SIGNATURE_HEADER] as string, r.body, Date.now() / 1000)
+        res.writeHead(verified ? 204 : 401)
+        res.end()
+      }),
+    )
+    const a = createWebhookActuator({ url: `${hook.url}/scale`, secret, knobs: ['replicas'] })
+    expect(await a.apply({ replicas: 5 }, ctx)).toEqual({ ok: true })
+    expect(verified).toBe(true)
+    const r = hook.requests[0]!
+    expect(r.headers['idempotency-key']).toBe('chat-41')
+    expect(JSON.parse(r.body)).toEqual({
+      target: 'chat',
+      decisionId: 41,
+      fencingToken: 3,
+      reason: 'load up 3x',
+      change: { replicas: 5 },
+    })
+    const wrong = createWebhookActuator({
+      url: `${hook.url}/scale`,
+      secret: 'another-secret-0123456',
+      knobs: ['replicas'],
+    })
+    expect(await wrong.apply({ replicas: 5 }, ctx)).toEqual({
+      ok: false,
+      error: expect.stringMatching(/HTTP 401/),
+    })
+  })
+})
+
+describe('local process actuator', () => {
+  const replica = [
+    process.execPath,
+    '-e',
+    `require('node:http').createServer((q, s) => { if (q.url === '/v1/batching') { s.end(JSON.stringify({ windowMs: 7, maxBatch: 4 })); return } s.end('{"status":"ok"}') }).listen(Number(process.argv[1]), '127.0.0.1')`,
+    '{port}',
+  ]
+
+  it('starts replicas, adds them to the agent once healthy, drains before stopping on scale-down', async () => {
+    const agent = track(await startFakeAgent())
+    const base = 20_000 + Math.floor(Math.random() * 20_000)
+    const a = createProcessActuator({
+      command: replica,
+      basePort: base,
+      agentUrl: agent.url,
+      pollMs: 20,
+      drainGraceMs: 2000,
+    })
+    actuators.push(a)
+    expect(await a.apply({ replicas: 2 }, ctx)).toMatchObject({
+      ok: true,
+      detail: expect.stringMatching(/started/),
+    })
+    await expect.poll(() => agent.state.upstreams.length, { timeout: 10_000 }).toBe(2)
+    expect(agent.state.upstreams.map((u) => u.state)).toEqual(['active', 'active'])
+    expect(await a.read()).toEqual({ ok: true, reading: { replicas: { desired: 2, ready: 2, starting: 0 } } })
+    // One request is in flight on the newest replica: scale-down marks it draining and waits.
+    agent.state.upstreams[1]!.inFlight = 1
+    expect((await a.apply({ replicas: 1 }, ctx)).ok).toBe(true)
+    await expect
+      .poll(() => agent.state.upstreams.find((u) => u.url.endsWith(String(base + 1)))?.state)
+      .toBe('draining')
+    expect(agent.state.upstreams).toHaveLength(2)
+    expect(await a.read()).toEqual({ ok: true, reading: { replicas: { desired: 1, ready: 1, starting: 0 } } })
+    agent.state.upstreams[1]!.inFlight = 0
+    await expect.poll(() => agent.state.upstreams.length, { timeout: 5000 }).toBe(1)
+    expect(agent.state.upstreams[0]!.url).toBe(`http://127.0.0.1:${base}`)
+  })
+})

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest'
+import { signalsReader } from '../../../controller/live/run.js'
+import type { Store } from '../../../collector/index.js'
+import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { makeReport } from '../../helpers/reports.js'
+
+const T0 = Date.parse('2026-11-21T12:00:00Z')
+const stat = (min: number, mean: number, max: number, last: number) => ({ min, mean, max, last })
+
+async function send(store: Store, seq: number, replica: string, signals: object) {
+  const r = makeReport({ seq, startMs: T0, series: [{ labels: { replica } }] })
+  await store.ingest({ ...r, series: [{ ...r.series[0]!, signals }] }, T0 + 5000)
+}
+
+for (const dialect of testDialects())
+  describe(`${dialect}: the controller's signal summary from stored live signals`, () => {
+    const db = useTestStore(dialect)
+    it('sums in-flight (or running) and queued (or waiting) over replicas, per class, and batch size', async () => {
+      await send(db.store, 1, 'r0', {
+        gauges: { running: stat(2, 3, 4, 4), waiting: stat(1, 1, 1, 1), batchSize: stat(4, 6, 8, 8) },
+        sources: ['scrape:vllm'],
+      })
+      await send(db.store, 2, 'r1', {
+        gauges: { inFlight: stat(5, 5, 5, 5), queued: stat(0, 2, 3, 3) },
+        byClass: [
+          { priorityClass: 0, queued: stat(1, 1, 1, 1) },
+          { priorityClass: 2, queued: stat(2, 2, 2, 2) },
+        ],
+        sources: ['proxy'],
+      })
+      const read = signalsReader(db.store)
+      expect(await read({ service: 'chat' }, { fromMs: T0, toMs: T0 + 60_000 })).toEqual({
+        inFlight: { last: 9, mean: 8 },
+        queued: { last: 4, mean: 3 },
+        queuedByClass: [1, 0, 2],
+        batchSize: { mean: 6, max: 8 },
+      })
+      expect(await read({ service: 'other' }, { fromMs: T0, toMs: T0 + 60_000 })).toBeNull()
+    })
+  })

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest'
+import { forecastArrivals, rateSlope } from '../../../../controller/policies/tailguard/forecast.js'
+import {
+  fewestReplicas,
+  fittedModel,
+  NOTHING_LEARNED,
+  predictBatch,
+} from '../../../../controller/policies/tailguard/capacity.js'
+import { chooseAdmission } from '../../../../controller/policies/tailguard/admission.js'
+import { checkObservation } from '../../../../controller/policies/tailguard/observation.js'
+import { observation } from '../fixtures.js'
+
+describe('forecast', () => {
+  it('carries a rising long-window trend over the horizon and the half window it lags by', () => {
+    const history = Array.from({ length: 121 }, (_, i) => ({ atMs: i * 1000, rps: 100 + i / 6 }))
+    expect(rateSlope(history)).toBeCloseTo(1 / 6, 9)
+    const f = forecastArrivals({ 6: 120, 10: 120, 60: 120 }, history, 90_000)
+    expect(f.trendRpsPerMin).toBeCloseTo(10, 6)
+    expect(f.rps).toBeCloseTo(120 + (1 / 6) * 120, 6)
+  })
+  it('ignores a trend over less than a minute and a falling one', () => {
+    expect(
+      rateSlope([
+        { atMs: 0, rps: 1 },
+        { atMs: 10_000, rps: 50 },
+        { atMs: 20_000, rps: 100 },
+      ]),
+    ).toBe(0)
+    const falling = Array.from({ length: 121 }, (_, i) => ({ atMs: i * 1000, rps: 200 - i }))
+    expect(forecastArrivals({ 10: 80, 60: 80 }, falling, 90_000).rps).toBe(80)
+  })
+  it('takes the shortest window when it bursts to ≥ 1.5× the long one', () => {
+    const f = forecastArrivals({ 6: 300, 10: 200, 60: 100 }, [], 90_000)
+    expect(f.burst).toBe(3)
+    expect(f.rps).toBe(300)
+    expect(forecastArrivals({ 6: 140, 10: 120, 60: 100 }, [], 90_000).rps).toBe(100)
+  })
+})
+
+describe('capacity model', () => {
+  const model = { fixedMs: 5, perItemMs: 0.6 }
+  it('predicts more replicas for more load and the fewest that meet the target', () => {
+    const p = (r: number, rps: number) => predictBatch(model, 1, r, rps, { windowMs: 5, maxBatch: 16 }, 0.99)
+    const a = fewestReplicas(
+      (r) => p(r, 2000),
+      (x) => x.valueMs <= 50,
+      64,
+    )
+    const b = fewestReplicas(
+      (r) => p(r, 8000),
+      (x) => x.valueMs <= 50,
+      64,
+    )
+    expect(b.replicas).toBeGreaterThan(a.replicas)
+    expect(a.prediction.valueMs).toBeLessThanOrEqual(50)
+    expect(a.below!.valueMs).toBeGreaterThan(50)
+    // A replica saturates at 16 / 14.6 ms ≈ 1,096 req/s: 8,000 req/s need at least 8.
+    expect(b.replicas).toBeGreaterThanOrEqual(8)
+    expect(
+      fewestReplicas(
+        (r) => p(r, 1e9),
+        (x) => x.valueMs <= 50,
+        8,
+      ).replicas,
+    ).toBe(9)
+  })
+  it('trusts the S(B) fit only with enough points and R²', () => {
+    const l = {
+      ...NOTHING_LEARNED,
+      xs: [1, 2, 4, 8, 16, 1, 2, 4],
+      ys: [5.6, 6.2, 7.4, 9.8, 14.6, 5.6, 6.2, 7.4],
+    }
+    const f = fittedModel(l, 8, 0.5)
+    expect(f.trusted).toBe(true)
+    expect(f.model.fixedMs).toBeCloseTo(5, 9)
+    expect(fittedModel({ ...l, xs: l.xs.slice(0, 4), ys: l.ys.slice(0, 4) }, 8, 0.5).trusted).toBe(false)
+    const flat = fittedModel({ ...NOTHING_LEARNED, xs: [8, 8, 8], ys: [9, 10, 11] }, 2, 0.5)
+    expect(flat.trusted).toBe(false)
+    expect(flat.model).toEqual({ fixedMs: 10, perItemMs: 0 })
+  })
+})
+
+describe('admission', () => {
+  const base = {
+    classes: 3,
+    capacityRps: 1000,
+    inServiceSlots: 32,
+    queueBudgetMs: 50,
+    deadlineMs: 90,
+    queueDepth: 0,
+    queueDepthByClass: [0, 0, 0],
+    lowerShare: 1,
+  }
+  it("caps from Little's law: N = slots + capacity × queue budget, relaxed to 3N", () => {
+    const c = chooseAdmission(base)
+    expect(c.caps.map((x) => x.maxConcurrency)).toEqual([246, 246, 246])
+    expect(c.caps[0]!.queueTimeoutMs).toBe(90)
+  })
+  it('halves the lower classes while the predicted wait exceeds the budget, lowest first, never to zero', () => {
+    let share = 1
+    const seen: number[][] = []
+    for (let i = 0; i < 8; i++) {
+      const c = chooseAdmission({ ...base, queueDepth: 500, lowerShare: share })
+      share = c.lowerShare
+      seen.push(c.caps.map((x) => x.maxConcurrency))
+    }
+    expect(seen[0]).toEqual([82, 41, 20])
+    expect(seen.at(-1)![0]).toBe(82)
+    expect(seen.at(-1)![2]).toBeGreaterThanOrEqual(1)
+    const back = chooseAdmission({ ...base, lowerShare: share })
+    expect(back.lowerShare).toBeCloseTo(share * 2, 9)
+  })
+})
+
+describe('observation checks', () => {
+  it('accepts a quiet fleet that never had traffic', () => {
+    expect(checkObservation(observation(), 0)).toEqual({ ok: true })
+  })
+  it('names the bad field', () => {
+    const r = checkObservation(observation({ completed: -1 }), 0)
+    expect(r).toEqual({ ok: false, reason: 'invalid observation: completed = -1' })
+    const t = checkObservation(observation({ intervalMs: 0 }), 0)
+    expect(t.ok).toBe(false)
+  })
+})
+
+describe('sustained trend', () => {
+  it('extrapolates a ramp but not a step', async () => {
+    const { sustainedSlope } = await import('../../../../controller/policies/tailguard/forecast.js')
+    const ramp = Array.from({ length: 180 }, (_, i) => ({ atMs: i * 1000, rps: 100 + i }))
+    expect(sustainedSlope(ramp)).toBeCloseTo(1, 6)
+    // A step seen through a 60 s window: flat, a one-minute climb, flat again.
+    const step = Array.from({ length: 180 }, (_, i) => ({
+      atMs: i * 1000,
+      rps: i < 100 ? 100 : i < 160 ? 100 + ((i - 100) / 60) * 200 : 300,
+    }))
+    expect(sustainedSlope(step)).toBe(0)
+  })
+})

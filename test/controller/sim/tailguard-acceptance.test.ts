@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest'
+import {
+  createTailguardPolicy,
+  runSimulation,
+  scanTraceFile,
+  shippedTracePath,
+  staticPolicy,
+} from '../../../controller/index.js'
+import type { SimConfig, SimResult } from '../../../controller/index.js'
+
+// Issue #18's acceptance, as seeded simulator runs (the full tables and the commands that produce them are in
+// docs/policy.md). Deterministic: the same seed gives the same numbers.
+
+function azure(overrides: Partial<SimConfig> = {}, kv: 'reserve' | 'paged' = 'reserve'): SimConfig {
+  const path = shippedTracePath()
+  const scan = scanTraceFile(path)
+  if (!scan.ok) throw new Error(scan.error.message)
+  return {
+    seed: 1,
+    arrivals: { kind: 'trace-file', path, stats: scan.stats },
+    replica: {
+      kind: 'llm',
+      prefillMsPerToken: 0.1,
+      decodeStepMs: 25,
+      decodeMsPerSeq: 0.25,
+      kvCapacityTokens: 100_000,
+      kv: kv === 'paged' ? { kind: 'paged', blockTokens: 16 } : { kind: 'reserve' },
+      noise: { kind: 'lognormal', cv: 0.1 },
+    },
+    // As `tailguard sim --trace … --slo-ttft-ms 2000 --slo-p99-ms 60000`: 4 peak-provisioned replicas at start.
+    initial: {
+      batchWindowMs: 0,
+      maxBatch: 64,
+      admission: [{ maxQueue: Number.MAX_SAFE_INTEGER, maxConcurrency: Number.MAX_SAFE_INTEGER }],
+      desiredReplicas: 4,
+    },
+    slo: { e2eMs: 60_000, ttftMs: 2000, objective: 0.99 },
+    coldStart: { loadMs: 60_000, warmupMs: 30_000 },
+    warmPoolMin: 1,
+    maxReplicas: 256,
+    classShares: [1],
+    ...overrides,
+  }
+}
+
+const perHour = (r: SimResult) => r.scalingActions / (r.durationMs / 3_600_000)
+
+describe('tailguard on the Azure conversation trace (LLM, TTFT ≤ 2 s, 90 s cold start, seed 1)', () => {
+  const cfg = azure()
+  const fixed = runSimulation(cfg, staticPolicy())
+  const tg = runSimulation(cfg, createTailguardPolicy(cfg))
+  it('meets the objective every minute', () => {
+    expect(tg.attainment.overall).toBeGreaterThanOrEqual(0.995)
+    expect(tg.sloViolationMinutes).toBe(0)
+  })
+  it('spends at most 0.7× the GPU-hours of static peak provisioning, with ≤ 30 replica changes per hour', () => {
+    expect(tg.gpuHours).toBeLessThanOrEqual(0.7 * fixed.gpuHours)
+    expect(perHour(tg)).toBeLessThanOrEqual(30)
+  })
+  it('explains every scale decision with numbers', () => {
+    const scales = tg.decisions.filter((d) => / (up|down):/.test(d.reason))
+    expect(scales.length).toBeGreaterThan(0)
+    for (const d of scales)
+      expect(d.reason).toMatch(
+        /forecast [\d.]+ req\/s in 90 s .*capacity [\d.]+ req\/s\/replica at ttft p99 ≤ 2000 ms .*need \d+.*have \d+/,
+      )
+  })
+  it('meets it with paged KV allocation too', () => {
+    const paged = azure({}, 'paged')
+    const r = runSimulation(paged, createTailguardPolicy(paged))
+    expect(r.attainment.overall).toBeGreaterThanOrEqual(0.995)
+    expect(r.sloViolationMinutes).toBe(0)
+    expect(r.gpuHours).toBeLessThanOrEqual(0.7 * fixed.gpuHours)
+  })
+  it('stays within 98% and does not oscillate with 20% of observations missing and 5 s stale, cold start +50%', () => {
+    const faulty = azure({
+      coldStart: { loadMs: 60_000, warmupMs: 75_000 },
+      controlIntervalMs: 5000,
+      observationFaults: { missingShare: 0.2, staleMs: 5000 },
+    })
+    const r = runSimulation(faulty, createTailguardPolicy(faulty, { coldStartMs: 90_000 }))
+    expect(r.attainment.overall).toBeGreaterThanOrEqual(0.98)
+    expect(r.scalingActions).toBeLessThanOrEqual(2 * Math.max(tg.scalingActions, 1))
+    expect(r.decisions.some((d) => /hold: no data/.test(d.reason))).toBe(true)
+  })
+})
+
+describe('tailguard with priority classes 0.2/0.8 and a 3× overload step (batch model, p99 ≤ 100 ms, seed 1)', () => {
+  const cfg: SimConfig = {
+    seed: 1,
+    arrivals: {
+      kind: 'step',
+      steps: [
+        { atMs: 0, rps: 1000 },
+        { atMs: 200_000, rps: 3000 },
+        { atMs: 400_000, rps: 1000 },
+      ],
+      durationMs: 600_000,
+    },
+    replica: {
+      kind: 'batch',
+      service: { fixedMs: 5, perItemMs: 0.6 },
+      noise: { kind: 'lognormal', cv: 0.1 },
+    },
+    initial: {
+      batchWindowMs: 10,
+      maxBatch: 16,
+      admission: [0, 1].map(() => ({
+        maxQueue: Number.MAX_SAFE_INTEGER,
+        maxConcurrency: Number.MAX_SAFE_INTEGER,
+      })),
+      desiredReplicas: 4,
+    },
+    slo: { e2eMs: 100 },
+    classShares: [0.2, 0.8],
+    maxReplicas: 256,
+  }
+  const r = runSimulation(cfg, createTailguardPolicy(cfg))
+  it('keeps class 0 at ≥ 99% and sheds only class 1 while replicas start', () => {
+    expect(r.attainmentByClass[0]).toBeGreaterThanOrEqual(0.99)
+    expect(r.shedByClass[0]).toBe(0)
+    expect(r.shedByClass[1]).toBeGreaterThan(0)
+    expect(r.replicas.max).toBeGreaterThan(r.replicas.min)
+  })
+})

@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { api, eventually, spawnCli } from '../helpers/cli.js'
+import type { CliProcess } from '../helpers/cli.js'
+import { startServer } from '../helpers/contract-servers.js'
+
+const procs: CliProcess[] = []
+const dirs: string[] = []
+afterAll(async () => {
+  for (const p of procs) await p.kill('SIGTERM')
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+// `tailguard start` runs the live controller for the targets of `controllers:` in its one process, on the
+// demo fleet's live data, with the SLO engine's budgets; in observe mode it changes nothing.
+describe('tailguard start with controllers:', () => {
+  it('observes the demo chat service with the tailguard policy and serves its controller status', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-start-ctl-'))
+    dirs.push(dir)
+    const hook = await startServer((_r, res) => {
+      res.writeHead(204)
+      res.end()
+    })
+    try {
+      const config = join(dir, 'tailguard.yaml')
+      writeFileSync(
+        config,
+        `version: 1
+agent:
+  intervalMs: 500
+controller:
+  intervalMs: 1000
+controllers:
+  - name: demo-chat
+    service: demo-chat
+    slos: []
+    objective: { thresholdMs: 2000, phase: ttft }
+    knobs: [replicas]
+    bounds: { minReplicas: 1, maxReplicas: 8 }
+    initial: { replicas: 2, windowMs: 0, maxBatch: 16, admission: [{ maxQueue: 64, maxConcurrency: 16 }] }
+    actuators:
+      - type: webhook
+        url: ${hook.url}/scale
+`,
+      )
+      const start = spawnCli([
+        'start',
+        '--config',
+        config,
+        '--data-dir',
+        join(dir, 'data'),
+        '--port',
+        '0',
+        '--otlp-port',
+        '0',
+        '--demo-speed',
+        '20',
+      ])
+      procs.push(start)
+      const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)
+      expect(start.output()).toMatch(/controller: demo-chat \(observe\), every 1 s/)
+      await start.waitFor(/decisions:\s+tailguard decisions --collector http/, 10_000) // printed after the URL
+      expect(start.output()).toMatch(/KEDA:\s+127\.0\.0\.1:\d+ \(external scaler/)
+      const ctl = await eventually(async () => {
+        const r = await api<{
+          controllers: Array<{
+            target: string
+            mode: string
+            policy: string
+            leader: string | null
+            conditions: Array<{ type: string; status: string }>
+          }>
+        }>(base!, '/api/v1/controllers', token!)
+        const c = r.body.controllers?.[0]
+        return c && c.conditions.some((k) => k.type === 'MetricsStale' && k.status === 'False') ? c : null
+      }, 60_000)
+      expect(ctl).toMatchObject({
+        target: 'demo-chat',
+        mode: 'observe',
+        policy: 'tailguard',
+        leader: expect.any(String),
+      })
+      expect(ctl.conditions).toEqual(
+        expect.arrayContaining([expect.objectContaining({ type: 'ScalingActive', status: 'False' })]),
+      )
+      expect(hook.requests).toEqual([])
+    } finally {
+      await hook.close()
+    }
+  }, 120_000)
+})
