@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite (vitest) again on every supported Node major besides the one `npm test` just used.
 # Node comes from the npm registry (the node-linux-<arch> package holds the release: bin/node and the headers
-# in include/node), so nothing is downloaded from anywhere else. Native modules (better-sqlite3 and our NVML
+# in include/node), so nothing is downloaded from anywhere else. Native modules (better-sqlite3 12 for Node 20, and our NVML
 # addon) are rebuilt per version with node-gyp pointed at that release's headers, cached per version, and the
 # default node's binaries are put back when this script ends. TypeScript, lint and the build ran once already.
 #
@@ -11,16 +11,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Node 24 is left out by default: better-sqlite3 12 (the last release that runs on Node 20) aborts every
-# process that used it at exit on Node 24 (`Assertion failed: (env) != nullptr`, exit 134; upstream
-# WiseLibs/better-sqlite3#1515), and better-sqlite3 13 crashes on Node 20. TG_NODE_VERSIONS=24.21.0 runs it.
-read -r -a versions <<<"${TG_NODE_VERSIONS:-20.20.2 22.23.3}"
-if [ -z "${TG_NODE_VERSIONS:-}" ]; then
-  echo "ci: node 24: not run: better-sqlite3 12 aborts at exit on Node 24 and 13 crashes on Node 20 (see CHANGELOG)"
-fi
+# better-sqlite3: Node 20 runs release 12 (compiled here per Node version); Node >= 22 runs release 13, the
+# optional dependency better-sqlite3-napi (Node-API, prebuilt in the package), which npm leaves out when the
+# default node is 20, so it is unpacked here for those runs and removed again at the end
+# (collector/store/sqlite-driver.ts says why both).
+read -r -a versions <<<"${TG_NODE_VERSIONS:-20.20.2 22.23.3 24.21.0}"
 # The fuzz suites ran their full 10,000 cases per endpoint in npm test; here a tenth keeps CI within its time.
 export TG_FUZZ_RUNS="${TG_FUZZ_RUNS:-1000}"
 cache="${TG_CI_CACHE:-$HOME/.cache/tailguard-ci}"
+mkdir -p "$cache"
 case "$(uname -m)" in
   x86_64) arch=x64 ;;
   aarch64) arch=arm64 ;;
@@ -37,12 +36,28 @@ for f in "${addons[@]}"; do
   mkdir -p "$backup/$(dirname "$f")"
   cp -p "$f" "$backup/$f"
 done
+napi_dir=node_modules/better-sqlite3-napi
+napi_added=0
 restore() {
   for f in "${addons[@]}"; do
     mkdir -p "$(dirname "$f")"
     cp -p "$backup/$f" "$f"
   done
   rm -rf "$backup"
+  if [ "$napi_added" = 1 ]; then rm -rf "$napi_dir"; fi
+}
+# The release of better-sqlite3-napi that package-lock.json pins.
+napi_version="$(node -p "require('./package-lock.json').packages['node_modules/better-sqlite3-napi']?.version ?? ''")"
+ensure_napi() {
+  [ -f "$napi_dir/package.json" ] && return 0
+  [ -n "$napi_version" ] || { echo "ci: package-lock.json has no better-sqlite3-napi"; return 1; }
+  local tgz
+  tgz="$(cd "$cache" && npm pack --silent "better-sqlite3@$napi_version" | tail -n1)"
+  mkdir -p "$napi_dir"
+  tar -xzf "$cache/$tgz" -C "$napi_dir" --strip-components=1
+  rm -f "$cache/$tgz"
+  napi_added=1
+  echo "ci: unpacked better-sqlite3 $napi_version as $napi_dir for Node >= 22"
 }
 trap restore EXIT
 
@@ -61,15 +76,26 @@ for v in "${versions[@]}"; do
     tar -xzf "$cache/$tgz" -C "$home" --strip-components=1
     rm -f "$cache/$tgz"
   fi
+  major="${v%%.*}"
+  # Node 20 needs better-sqlite3 12 built for it; Node >= 22 loads release 13 (Node-API, prebuilt) instead.
+  mine=("${addons[@]}")
+  if [ "$major" -ge 22 ]; then
+    ensure_napi || { failed+=("$v (better-sqlite3-napi)"); continue; }
+    mine=("${addons[1]}")
+  fi
   built="$home/addons-$sources_key"
-  if [ ! -f "$built/${addons[0]}" ] || [ ! -f "$built/${addons[1]}" ]; then
+  missing=0
+  for f in "${mine[@]}"; do [ -f "$built/$f" ] || missing=1; done
+  if [ "$missing" = 1 ]; then
     echo "ci: node $v: building native modules against $home/include/node"
     t0=$SECONDS
     log="$(mktemp)"
-    if ! (
-      export PATH="$home/bin:$PATH"
-      cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --jobs=max --nodedir="$home"
-    ) >"$log" 2>&1 || ! (
+    if ! {
+      [ "$major" -ge 22 ] || (
+        export PATH="$home/bin:$PATH"
+        cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --jobs=max --nodedir="$home"
+      )
+    } >"$log" 2>&1 || ! (
       export PATH="$home/bin:$PATH"
       node "$node_gyp" rebuild --release --nodedir="$home"
     ) >>"$log" 2>&1; then
@@ -80,13 +106,13 @@ for v in "${versions[@]}"; do
       continue
     fi
     rm -f "$log"
-    for f in "${addons[@]}"; do
+    for f in "${mine[@]}"; do
       mkdir -p "$built/$(dirname "$f")"
       cp -p "$f" "$built/$f"
     done
     echo "ci: node $v: native modules built in $((SECONDS - t0)) s"
   fi
-  for f in "${addons[@]}"; do
+  for f in "${mine[@]}"; do
     mkdir -p "$(dirname "$f")"
     cp -p "$built/$f" "$f"
   done

@@ -1,9 +1,10 @@
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
 import { Kysely, SqliteDialect, sql } from 'kysely'
 import { ConfigInvalid, StoreUnavailable } from '../errors.js'
 import { DEFAULT_ROLLUPS, resolveRollups } from './levels.js'
 import { CurrentSchemaPostgresDialect } from './pg-dialect.js'
+import { sqliteDriver } from './sqlite-driver.js'
 import { createSqlStore, storeInternals } from './sql-store.js'
 import type { DB } from './schema.js'
 import type { RollupLevel, Store } from './types.js'
@@ -96,7 +97,7 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
   return store
 }
 
-function openSqlite(url: string): Database.Database {
+function openSqlite(url: string): BetterSqlite3.Database {
   const raw = url.startsWith('sqlite://') ? url.slice(9) : url.startsWith('sqlite:') ? url.slice(7) : url
   const q = raw.indexOf('?')
   const path = q < 0 ? raw : raw.slice(0, q)
@@ -105,6 +106,7 @@ function openSqlite(url: string): Database.Database {
   if (!['normal', 'full', 'extra'].includes(synchronous))
     throw new ConfigInvalid(`store url: synchronous must be normal, full or extra, got "${synchronous}"`)
   if (path === '') throw new ConfigInvalid('store url: empty SQLite path')
+  const { Database } = sqliteDriver()
   const database = new Database(path)
   if (path !== ':memory:') database.pragma('journal_mode = WAL')
   database.pragma(`synchronous = ${synchronous}`)

@@ -1,7 +1,7 @@
 // Acceptance 6: one evaluation cycle of 1,000 SLOs over 30-day windows, from rollups. The engine caches
 // good/total per closed bucket, so a steady-state cycle reads only the newest minutes; the baseline is
 // the full recompute (every SLO re-reads 30 days of hourly rollups and 6 h of minute buckets).
-import Database from 'better-sqlite3'
+import { sqliteDriver } from '../../collector/store/sqlite-driver.js'
 import { Kysely, SqliteDialect } from 'kysely'
 import { newHistogram } from '../../collector/index.js'
 import type { Histogram, Metric } from '../../collector/index.js'
@@ -92,7 +92,9 @@ function slos(): SloDefinition[] {
 }
 
 async function engineWithDb(source: SloDataSource) {
-  const db = new Kysely<SloTables>({ dialect: new SqliteDialect({ database: new Database(':memory:') }) })
+  const db = new Kysely<SloTables>({
+    dialect: new SqliteDialect({ database: new (sqliteDriver().Database)(':memory:') }),
+  })
   await up(db as unknown as Kysely<unknown>)
   const engine = createSloEngine({ source, db })
   engine.setFileSlos(slos())

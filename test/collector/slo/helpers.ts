@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
+import { sqliteDriver } from '../../../collector/store/sqlite-driver.js'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import { mergeHistograms, newHistogram } from '../../../collector/index.js'
@@ -142,7 +142,9 @@ export class FunctionSource implements SloDataSource {
 
 /** A fresh in-memory SQLite database with the SLO migration applied. */
 export async function sqliteDb(file = ':memory:'): Promise<Kysely<SloTables>> {
-  const db = new Kysely<SloTables>({ dialect: new SqliteDialect({ database: new Database(file) }) })
+  const db = new Kysely<SloTables>({
+    dialect: new SqliteDialect({ database: new (sqliteDriver().Database)(file) }),
+  })
   return db
 }
 
@@ -200,7 +202,9 @@ export async function openDb(dialect: 'sqlite' | 'postgres'): Promise<TestDb> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-slo-db-'))
   const file = join(dir, 'slo.db')
   const open = () => {
-    const k = new Kysely<SloTables>({ dialect: new SqliteDialect({ database: new Database(file) }) })
+    const k = new Kysely<SloTables>({
+      dialect: new SqliteDialect({ database: new (sqliteDriver().Database)(file) }),
+    })
     opened.push(k)
     return k
   }
