@@ -237,7 +237,8 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
     })
     app.get('/healthz', async () => ({
       // Still 200: restarting the agent would not fix a token, and the spool keeps every report meanwhile.
-      status: shipper.stats.authRefused ? 'degraded' : 'ok',
+      // Dead letters make it degraded too: data the collector refused needs a person (list, fix, replay).
+      status: shipper.stats.authRefused || deadLetter.count > 0 ? 'degraded' : 'ok',
       collector: {
         url: opts.collectorUrl,
         tokenRefused: shipper.stats.authRefused,
@@ -249,6 +250,15 @@ export async function startAgent(opts: AgentOptions, deps: AgentDeps = {}): Prom
         lastError: shipper.stats.lastError,
       },
       spool: { reports: spool.size, bytes: spool.bytes },
+      deadLetters: {
+        count: deadLetter.count,
+        ...(deadLetterDir ? { dir: deadLetterDir } : {}),
+        ...(deadLetter.count > 0
+          ? {
+              problem: `${deadLetter.count} report(s) or series refused as bad: see tailguard dead-letter list${deadLetterDir ? ` --dir ${deadLetterDir}` : ''}`,
+            }
+          : {}),
+      },
       sources: [
         ...(deps.sources ?? []).map((s) => ({ name: s.name, ...s.status() })),
         ...(deps.gpu?.statuses() ?? []).map((s) => ({ name: s.name, ...s.status })),

@@ -12,8 +12,8 @@ export type {
 export { startAgent } from './agent.js'
 export type { AgentOptions, AgentDeps, RunningAgent } from './agent.js'
 export { createShipper, chunkSeries, DEFAULT_MAX_REPORT_BYTES } from './ship/shipper.js'
-export { openDeadLetter } from './ship/dead-letter.js'
-export type { DeadLetter, DeadLetterBox } from './ship/dead-letter.js'
+export { openDeadLetter, readDeadLetters, removeDeadLetter } from './ship/dead-letter.js'
+export type { DeadLetter, DeadLetterBox, DeadLetterFile } from './ship/dead-letter.js'
 export type { Shipper, ShipperOptions, ShipperStats, SendResult } from './ship/shipper.js'
 export { openSpool } from './ship/spool.js'
 export type { Spool, SpooledReport } from './ship/spool.js'
@@ -125,6 +125,7 @@ export { createEngine, tokenize } from './model-server/engine.js'
 export type { Engine, FinishReason, GenerationHooks } from './model-server/engine.js'
 export { registerAgent, grpcPortFlag, proxyFlags } from './cli/agent.js'
 export { registerScrape } from './cli/scrape.js'
+export { registerDeadLetter } from './cli/dead-letter.js'
 export {
   createScrapeSource,
   parseScrapeArg,

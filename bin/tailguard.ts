@@ -14,7 +14,7 @@ import {
   registerMigrate,
 } from '../collector/index.js'
 import type { CliIO, RegisterCommand } from '../collector/index.js'
-import { registerAgent, registerScrape, registerServeModel } from '../agent/index.js'
+import { registerAgent, registerDeadLetter, registerScrape, registerServeModel } from '../agent/index.js'
 import { registerController, registerDecisions, registerSim } from '../controller/index.js'
 import { registerStart } from './start.js'
 
@@ -24,6 +24,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerAgent,
   registerServeModel,
   registerScrape,
+  registerDeadLetter,
   registerMigrate,
   registerSim,
   registerController,

@@ -3,6 +3,7 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
+  readFileSync,
   readdirSync,
   renameSync,
   unlinkSync,
@@ -24,8 +25,8 @@ export interface DeadLetter {
 /**
  * Where refused reports go instead of blocking the spool: one JSON file per refusal in `dir` (by default
  * `<spoolDir>/dead-letter`), written atomically, `{ atMs, status, reason, payload }`. Bounded: past
- * `maxFiles` the oldest are deleted. A refused report's file can be inspected, fixed and re-sent with curl;
- * `entries()` is for tests and tools.
+ * `maxFiles` the oldest are deleted. `tailguard dead-letter list|replay` reads the folder ({@link readDeadLetters})
+ * and sends refused reports again once the cause is fixed; `entries()` is for tests and tools.
  *
  * @example
  * ```ts
@@ -102,4 +103,62 @@ class DiskDeadLetter extends MemoryDeadLetter {
  */
 export function openDeadLetter(opts: { dir: string | null; maxFiles: number }): DeadLetterBox {
   return opts.dir ? new DiskDeadLetter(opts.dir, opts.maxFiles) : new MemoryDeadLetter(opts.maxFiles)
+}
+
+/** One file of a dead-letter folder as {@link readDeadLetters} finds it. */
+export type DeadLetterFile =
+  | { readonly file: string; readonly letter: DeadLetter }
+  | { readonly file: string; readonly letter: null; readonly problem: string }
+
+/**
+ * The letters in a dead-letter folder, oldest first, each with its file name; a file that is not a letter
+ * (unreadable, not JSON, wrong shape) comes back with `letter: null` and what is wrong, never throws.
+ * An absent folder reads as empty.
+ *
+ * @example for (const f of readDeadLetters('./.tailguard/spool/dead-letter')) console.log(f.file, f.letter?.reason)
+ */
+export function readDeadLetters(dir: string): DeadLetterFile[] {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw err
+  }
+  return names
+    .filter((n) => n.endsWith('.json'))
+    .sort()
+    .map((file): DeadLetterFile => {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(readFileSync(join(dir, file), 'utf8'))
+      } catch (err) {
+        return { file, letter: null, problem: `not readable as JSON (${(err as Error).message})` }
+      }
+      const l = parsed as Partial<DeadLetter> | null
+      if (
+        l === null ||
+        typeof l !== 'object' ||
+        typeof l.atMs !== 'number' ||
+        typeof l.status !== 'number' ||
+        typeof l.reason !== 'string' ||
+        typeof l.payload !== 'object' ||
+        l.payload === null
+      )
+        return { file, letter: null, problem: 'not a dead letter (needs atMs, status, reason, payload)' }
+      return { file, letter: l as DeadLetter }
+    })
+}
+
+/**
+ * Deletes one letter's file (after it was delivered). A file already gone is not an error.
+ *
+ * @example removeDeadLetter(dir, '000001763750000000-4242-000000.json')
+ */
+export function removeDeadLetter(dir: string, file: string): void {
+  try {
+    unlinkSync(join(dir, file))
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+  }
 }

@@ -102,8 +102,9 @@ export const DOC_PORTS = [7070, 4318, 4317] as const
  *
  * @example yamlKind('version: 1\nslos: []\n') // 'slo'
  */
-export function yamlKind(text: string): 'slo' | 'config' | 'kubernetes' {
+export function yamlKind(text: string): 'slo' | 'config' | 'kubernetes' | 'prometheus-rules' {
   if (/^apiVersion:\s*openslo\//m.test(text) || /^slos:/m.test(text)) return 'slo'
+  if (/^groups:/m.test(text)) return 'prometheus-rules'
   if (/^apiVersion:/m.test(text) && /^kind:/m.test(text)) return 'kubernetes'
   return 'config'
 }

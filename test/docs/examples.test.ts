@@ -81,8 +81,33 @@ describe('docs: links', () => {
 describe('docs: yaml examples load', () => {
   for (const b of blocks.filter((b) => (b.lang === 'yaml' || b.lang === 'yml') && !b.notRun)) {
     const kind = yamlKind(b.text)
-    it(`${where(b)} is a valid ${kind === 'config' ? 'config file' : kind === 'slo' ? 'SLO file' : 'Kubernetes manifest'}`, () => {
-      if (kind === 'kubernetes') {
+    const what = {
+      config: 'config file',
+      slo: 'SLO file',
+      kubernetes: 'Kubernetes manifest',
+      'prometheus-rules': 'Prometheus rule file',
+    }[kind]
+    it(`${where(b)} is a valid ${what}`, () => {
+      if (kind === 'prometheus-rules') {
+        // Prometheus's rule file shape: named groups of rules, each an alert or a recording rule with an expr.
+        const v = parseAllDocuments(b.text)[0]!.toJS() as {
+          groups?: Array<{ name?: unknown; rules?: Array<Record<string, unknown>> }>
+        }
+        expect(v.groups?.length).toBeGreaterThan(0)
+        for (const g of v.groups!) {
+          expect(typeof g.name).toBe('string')
+          for (const r of g.rules ?? []) {
+            expect(typeof (r.alert ?? r.record)).toBe('string')
+            expect(typeof r.expr).toBe('string')
+            expect(
+              Object.keys(r).filter(
+                (k) =>
+                  !['alert', 'record', 'expr', 'for', 'labels', 'annotations', 'keep_firing_for'].includes(k),
+              ),
+            ).toEqual([])
+          }
+        }
+      } else if (kind === 'kubernetes') {
         // Not ours to load: it must parse, and every document must name its apiVersion and kind.
         for (const doc of parseAllDocuments(b.text)) {
           expect(doc.errors.map(String)).toEqual([])
@@ -131,6 +156,7 @@ describe('docs: parsing', () => {
     expect(yamlKind('apiVersion: openslo/v1\nkind: SLO\n')).toBe('slo')
     expect(yamlKind('version: 1\nslos:\n  - name: a\n')).toBe('slo')
     expect(yamlKind('version: 1\ncollector: { port: 7070 }\n')).toBe('config')
+    expect(yamlKind('groups:\n  - name: a\n    rules: []\n')).toBe('prometheus-rules')
     expect(mapPorts('a :7070 b 4318 c 17070', { 7070: 1, 4318: 2 })).toBe('a :1 b 2 c 17070')
     expect(startsServer('npx tailguard start\n')).toBe(true)
     expect(startsServer('node dist/bin/tailguard.js collector --db x\n')).toBe(true)

@@ -182,6 +182,17 @@ describe('poison pill: bad input never blocks good data', () => {
     const metrics = await (await fetch(`${agentBase}/metrics`)).text()
     expect(metricValue(metrics, 'tailguard_agent_reports_total', '{outcome="dead_lettered"}')).toBe(2)
     expect(metricValue(metrics, 'tailguard_agent_labels_repaired_total')).toBe(1)
+    // And the agent says so where a probe looks: degraded, with the folder to list.
+    const health = (await (await fetch(`${agentBase}/healthz`)).json()) as {
+      status: string
+      deadLetters: { count: number; dir: string; problem: string }
+    }
+    expect(health.status).toBe('degraded')
+    expect(health.deadLetters).toEqual({
+      count: 2,
+      dir: dlDir,
+      problem: `2 report(s) or series refused as bad: see tailguard dead-letter list --dir ${dlDir}`,
+    })
   }, 90_000)
 })
 
