@@ -107,10 +107,23 @@ export function createShipper(opts: ShipperOptions) {
   let attempt = 0
   let stopped = false
 
-  /** Closes the current interval into reports (split to the size limits) and spools them. */
-  function cut(): void {
+  /**
+   * Closes the current interval into reports (split to the size limits) and spools them. Cuts run one at a
+   * time: the recorder encodes in slices with the event loop free in between, so a timer tick can come
+   * while the previous cut is still encoding.
+   */
+  let cutting: Promise<void> = Promise.resolve()
+  function cut(): Promise<void> {
+    const next = cutting.then(cutNow)
+    cutting = next.catch((err: unknown) =>
+      log('error', `closing an interval failed: ${(err as Error).message ?? String(err)}`),
+    )
+    return cutting
+  }
+
+  async function cutNow(): Promise<void> {
     const end = clock()
-    const drained = opts.recorder.drain()
+    const drained = await opts.recorder.drainSliced()
     if (opts.signals) attachSignals(drained.series, opts.signals())
     const extras = opts.extras?.() ?? {}
     const hasGpus = (extras.gpus?.length ?? 0) > 0
@@ -284,14 +297,13 @@ export function createShipper(opts: ShipperOptions) {
       intervalStart = clock()
       kick() // resend what a previous run left in the spool
       timer = setInterval(() => {
-        cut()
-        kick()
+        void cut().then(kick)
       }, opts.intervalMs)
       timer.unref()
     },
     /** Cuts the current interval now and tries to send everything (used at shutdown and in tests). */
     async flush(): Promise<void> {
-      cut()
+      await cut()
       if (retryTimer) {
         clearTimeout(retryTimer)
         retryTimer = undefined
@@ -304,7 +316,7 @@ export function createShipper(opts: ShipperOptions) {
       if (timer) clearInterval(timer)
       timer = undefined
       stopped = true
-      cut()
+      await cut()
       if (retryTimer) clearTimeout(retryTimer)
       retryTimer = undefined
       if (draining) await draining

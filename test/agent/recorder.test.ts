@@ -122,4 +122,32 @@ describe('recorder', () => {
     const { series } = rec.drain()
     expect(series.map((s) => s.labels.model).sort()).toEqual(['llama', 'other'])
   })
+
+  it('drains in slices the same interval as drain(), while recording goes on into the next one', async () => {
+    const fill = (rec: ReturnType<typeof createRecorder>, rand: () => number) => {
+      for (let r = 0; r < 3000; r++)
+        for (const phase of ['queue', 'total'] as const)
+          for (let i = 0; i < 20; i++)
+            rec.recordLatency({ ...labels, replica: `r${r}` }, phase, latencySampleUs(rand, 2_000))
+    }
+    const a = createRecorder({ maxSeries: 10_000, maxSeriesPerService: 10_000 })
+    const b = createRecorder({ maxSeries: 10_000, maxSeriesPerService: 10_000 })
+    fill(a, prng(7))
+    fill(b, prng(7))
+    const whole = a.drain()
+    // Slices of 1 ms over 3,000 series: the drain must give the event loop back along the way.
+    let ticks = 0
+    const ticker = setInterval(() => {
+      ticks++
+      // Recorded while the drain encodes: belongs to the next interval, never to this one.
+      b.recordLatency({ ...labels, replica: 'late' }, 'queue', 5)
+    }, 0)
+    const sliced = await b.drainSliced({ sliceMs: 1 })
+    clearInterval(ticker)
+    expect(ticks).toBeGreaterThan(0)
+    expect(sliced).toEqual(whole)
+    const next = b.drain()
+    expect(next.series.map((s) => s.labels.replica)).toEqual(['late'])
+    expect(decodeHistogram(next.series[0]!.histograms.queue!).totalCount).toBe(ticks)
+  })
 })
