@@ -14,7 +14,12 @@ import {
   untilSignal,
   withCommonOptions,
 } from '../collector/index.js'
-import type { ControllerTargetConfig, RegisterCommand, StartConfig, TailguardConfig } from '../collector/index.js'
+import type {
+  ControllerTargetConfig,
+  RegisterCommand,
+  StartConfig,
+  TailguardConfig,
+} from '../collector/index.js'
 import {
   DEMO_SLOS_YAML,
   createSdkEmitter,
@@ -132,7 +137,7 @@ export const registerStart: RegisterCommand = (program, io) => {
       .addOption(
         new Option(
           '--demo-controller <mode>',
-          "the live controller on the serving demo (demo-llm): enforce moves its admission caps and batching, observe only decides (default enforce)",
+          'the live controller on the serving demo (demo-llm): enforce moves its admission caps and batching, observe only decides (default enforce)',
         ).choices(['enforce', 'observe', 'off']),
       ),
     // One process for a person at a terminal: the lines printed below, and only warnings from the log.
@@ -243,7 +248,10 @@ export const registerStart: RegisterCommand = (program, io) => {
               adminToken: cfg.agent.adminToken ?? tokens.admin,
             },
             log,
-            { signals: () => serving?.signals() ?? [], ...(demoSetpoints ? { setpoints: demoSetpoints } : {}) },
+            {
+              signals: () => serving?.signals() ?? [],
+              ...(demoSetpoints ? { setpoints: demoSetpoints } : {}),
+            },
           ),
         )
       } catch (err) {
@@ -274,7 +282,10 @@ export const registerStart: RegisterCommand = (program, io) => {
           `demo serving: service demo-llm, ${serving.modelUrls.length} reference model servers (tailguard serve-model) behind tailguard proxies at ${serving.proxyUrls.join(', ')}, replaying the same trace at 2x`,
         )
       }
-      const targets = [...cfg.controllers, ...demoTargets(cfg, serving, demoSetpoints, agent.address, tokens.admin, io)]
+      const targets = [
+        ...cfg.controllers,
+        ...demoTargets(cfg, serving, demoSetpoints, agent.address, tokens.admin, io),
+      ]
       let controller: RunningController | null = null
       if (targets.length > 0) {
         try {
@@ -383,7 +394,7 @@ function demoTargets(
   if (!serving || mode === 'off' || !agentAddress) return []
   if (cfg.controllers.some((t) => (t.name ?? t.service) === 'demo-llm')) return []
   if (!setpoints) {
-    io.out('demo controller: off (the agent runs its own proxy, so its setpoints API is not the demo\'s)')
+    io.out("demo controller: off (the agent runs its own proxy, so its setpoints API is not the demo's)")
     return []
   }
   return [

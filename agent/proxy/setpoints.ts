@@ -156,7 +156,8 @@ export function createSetpointsGroup(): SetpointsGroup {
         source: first?.source ?? 'config',
         updatedAt: first?.updatedAt ?? new Date(0).toISOString(),
         stale: views.some((v) => v.stale),
-        limit: limits.every((l) => l !== null) && limits.length > 0 ? limits.reduce((a, b) => a! + b!, 0) : null,
+        limit:
+          limits.every((l) => l !== null) && limits.length > 0 ? limits.reduce((a, b) => a! + b!, 0) : null,
       }
     },
     put(body) {

@@ -164,7 +164,8 @@ describe('tailguard controller and tailguard decisions from the CLI', () => {
     const typo = join(dir, 'typo.yaml')
     writeFileSync(
       typo,
-      config('http://127.0.0.1:9/x', 'tailguard') + 'policy:\n  tailguard:\n    headroom: 0.3\n    coldStartSecs: 60\n',
+      config('http://127.0.0.1:9/x', 'tailguard') +
+        'policy:\n  tailguard:\n    headroom: 0.3\n    coldStartSecs: 60\n',
     )
     const misspelled = await run(['controller', '-c', typo, '--db', join(dir, 'x.db')])
     expect(misspelled.code).toBe(2)
