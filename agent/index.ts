@@ -20,7 +20,9 @@ export type { Spool, SpooledReport } from './ship/spool.js'
 export { runAgent, otlpGrpcPortOf } from './run.js'
 export { DEMO_SLOS_YAML } from './demo/slos.js'
 export { startDemoReplay, createSdkEmitter } from './demo/replay.js'
-export { startServingDemo } from './demo/serving.js'
+export { startServingDemo, DEMO_PROXY_CLASSES } from './demo/serving.js'
+export { demoControllerTarget } from './demo/controller-target.js'
+export type { DemoControllerTargetOptions } from './demo/controller-target.js'
 export type { ServingDemo, ServingDemoOptions } from './demo/serving.js'
 export { createDemoFleet, seededRandom } from './demo/fleet.js'
 export type { DemoArrival, DemoFleet } from './demo/fleet.js'
@@ -101,11 +103,18 @@ export { Gradient2Limit } from './proxy/gradient2.js'
 export type { Gradient2Options } from './proxy/gradient2.js'
 export {
   createSetpointsState,
+  createSetpointsGroup,
   SetpointsPutSchema,
   SetpointsViewSchema,
   ClassSetpointSchema,
 } from './proxy/setpoints.js'
-export type { SetpointsState, SetpointsView, SetpointsPut, PutOutcome } from './proxy/setpoints.js'
+export type {
+  SetpointsGroup,
+  SetpointsState,
+  SetpointsView,
+  SetpointsPut,
+  PutOutcome,
+} from './proxy/setpoints.js'
 export { setpointsRoutes, UpstreamsPutSchema } from './proxy/routes.js'
 export type { SetpointsRoutesOptions } from './proxy/routes.js'
 export { createUpstreamSet, parseUpstreamUrl } from './proxy/upstreams.js'

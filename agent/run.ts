@@ -14,6 +14,7 @@ import type { ScrapeOutcome } from './sources/scrape/source.js'
 import { createProxySource, proxyOptionsFromConfig } from './proxy/source.js'
 import { setpointsRoutes } from './proxy/routes.js'
 import type { Proxy } from './proxy/proxy.js'
+import type { SetpointsState } from './proxy/setpoints.js'
 
 /** A running agent and its proxy (null when `agent.proxy.port` is not set). */
 export type RunningAgentWithProxy = RunningAgent & {
@@ -43,7 +44,13 @@ export function otlpGrpcPortOf(cfg: Pick<AgentConfig, 'otlpGrpcPort' | 'otlp'>):
 export async function runAgent(
   cfg: Readonly<AgentConfig>,
   logger: FastifyBaseLogger,
-  deps: AgentDeps = {},
+  deps: AgentDeps & {
+    /**
+     * Setpoints of proxies that run beside the agent rather than in it (the demo's), served on the setpoints API
+     * when the agent has no proxy of its own.
+     */
+    readonly setpoints?: SetpointsState
+  } = {},
 ): Promise<RunningAgentWithProxy> {
   if (!cfg.otlp.token && !LOOPBACK.test(cfg.otlp.host))
     logger.warn(
@@ -206,7 +213,14 @@ export async function runAgent(
           })
         },
         async (app, { registry }) => {
-          if (!proxySource?.proxy) return
+          if (!proxySource?.proxy) {
+            if (deps.setpoints)
+              await app.register(setpointsRoutes, {
+                proxy: { setpoints: deps.setpoints },
+                adminToken: cfg.adminToken,
+              })
+            return
+          }
           proxySource.registerMetrics(registry)
           await app.register(setpointsRoutes, { proxy: proxySource.proxy, adminToken: cfg.adminToken })
         },

@@ -1,3 +1,4 @@
+import { Option } from 'commander'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { isAbsolute, join, resolve } from 'node:path'
@@ -13,10 +14,17 @@ import {
   untilSignal,
   withCommonOptions,
 } from '../collector/index.js'
-import type { RegisterCommand, TailguardConfig } from '../collector/index.js'
+import type {
+  ControllerTargetConfig,
+  RegisterCommand,
+  StartConfig,
+  TailguardConfig,
+} from '../collector/index.js'
 import {
   DEMO_SLOS_YAML,
   createSdkEmitter,
+  createSetpointsGroup,
+  demoControllerTarget,
   grpcPortFlag,
   otlpGrpcPortOf,
   proxyFlags,
@@ -50,6 +58,7 @@ interface StartFlags {
   demo: boolean
   demoSpeed?: string
   demoTrace?: string
+  demoController?: string
   slos?: string
   proxyPort?: number
   upstream?: string[]
@@ -124,6 +133,12 @@ export const registerStart: RegisterCommand = (program, io) => {
       .option(
         '--demo-trace <file>',
         'trace CSV for the demo (default: the shipped controller/sim/traces/azure-llm-2023-conv.csv)',
+      )
+      .addOption(
+        new Option(
+          '--demo-controller <mode>',
+          'the live controller on the serving demo (demo-llm): enforce moves its admission caps and batching, observe only decides (default enforce)',
+        ).choices(['enforce', 'observe', 'off']),
       ),
     // One process for a person at a terminal: the lines printed below, and only warnings from the log.
     'warn',
@@ -139,6 +154,9 @@ export const registerStart: RegisterCommand = (program, io) => {
           demo: flags.demo,
           ...(flags.demoSpeed !== undefined ? { demoSpeed: Number(flags.demoSpeed) } : {}),
           ...(flags.demoTrace !== undefined ? { demoTrace: flags.demoTrace } : {}),
+          ...(flags.demoController !== undefined
+            ? { demoController: flags.demoController as StartConfig['demoController'] }
+            : {}),
         },
         collector: {
           ...(flags.host !== undefined ? { host: flags.host } : {}),
@@ -209,6 +227,9 @@ export const registerStart: RegisterCommand = (program, io) => {
       // The serving demo's proxies are made after the agent (they record into its recorder); their gauges
       // join the agent's reports through this indirection.
       let serving: ServingDemo | null = null
+      // The serving demo's proxies join these setpoints, which the agent serves on its setpoints API (when it
+      // runs no proxy of its own): the demo controller moves them as it would a sidecar's.
+      const demoSetpoints = cfg.agent.proxy.port === null ? createSetpointsGroup() : null
       // Autoscalers read the controller's recommendations from one board: the JSON API on the collector's
       // port and the KEDA external scaler.
       const board = createRecommendationBoard()
@@ -227,7 +248,10 @@ export const registerStart: RegisterCommand = (program, io) => {
               adminToken: cfg.agent.adminToken ?? tokens.admin,
             },
             log,
-            { signals: () => serving?.signals() ?? [] },
+            {
+              signals: () => serving?.signals() ?? [],
+              ...(demoSetpoints ? { setpoints: demoSetpoints } : {}),
+            },
           ),
         )
       } catch (err) {
@@ -251,16 +275,21 @@ export const registerStart: RegisterCommand = (program, io) => {
           sink: agent.recorder,
           node: cfg.agent.node,
           speed: 2,
+          ...(demoSetpoints ? { setpoints: demoSetpoints } : {}),
           log: (level, msg) => log[level](msg),
         })
         io.out(
           `demo serving: service demo-llm, ${serving.modelUrls.length} reference model servers (tailguard serve-model) behind tailguard proxies at ${serving.proxyUrls.join(', ')}, replaying the same trace at 2x`,
         )
       }
+      const targets = [
+        ...cfg.controllers,
+        ...demoTargets(cfg, serving, demoSetpoints, agent.address, tokens.admin, io),
+      ]
       let controller: RunningController | null = null
-      if (cfg.controllers.length > 0) {
+      if (targets.length > 0) {
         try {
-          controller = await runController(cfg, log, {
+          controller = await runController({ ...cfg, controllers: targets }, log, {
             store: collector.store,
             budgets: { kind: 'engine', engine: collector.slos },
             board,
@@ -271,7 +300,7 @@ export const registerStart: RegisterCommand = (program, io) => {
           await collector.stop()
           throw new CliError((err as Error).message)
         }
-        const modes = cfg.controllers.map((t) => `${t.name ?? t.service} (${t.mode ?? 'observe'})`).join(', ')
+        const modes = targets.map((t) => `${t.name ?? t.service} (${t.mode ?? 'observe'})`).join(', ')
         io.out(`controller: ${modes}, every ${cfg.controller.intervalMs / 1000} s`)
       }
       let keda: RunningKedaScaler | null = null
@@ -347,4 +376,33 @@ function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; 
     })
   const attribution = path === shipped ? ` — ${AZURE_TRACE_ATTRIBUTION}` : ''
   return { arrivals, source: `${path} (${arrivals.length} requests)${attribution}` }
+}
+
+/**
+ * The serving demo's controller target, unless `start.demoController` is off, the config names a target
+ * `demo-llm` already, or the agent runs its own proxy (its setpoints API is that proxy's then).
+ */
+function demoTargets(
+  cfg: TailguardConfig,
+  serving: ServingDemo | null,
+  setpoints: unknown,
+  agentAddress: { host: string; port: number } | null,
+  adminToken: string,
+  io: { out(line: string): void },
+): ControllerTargetConfig[] {
+  const mode = cfg.start.demoController
+  if (!serving || mode === 'off' || !agentAddress) return []
+  if (cfg.controllers.some((t) => (t.name ?? t.service) === 'demo-llm')) return []
+  if (!setpoints) {
+    io.out("demo controller: off (the agent runs its own proxy, so its setpoints API is not the demo's)")
+    return []
+  }
+  return [
+    demoControllerTarget({
+      mode,
+      agentUrl: `http://${agentAddress.host}:${agentAddress.port}`,
+      agentToken: cfg.agent.adminToken ?? adminToken,
+      modelUrls: serving.modelUrls,
+    }),
+  ]
 }

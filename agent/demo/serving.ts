@@ -4,6 +4,7 @@ import { Pool } from 'undici'
 import type { SeriesLabels, SeriesSignals } from '../../collector/index.js'
 import { createProxy, PROXY_DEFAULTS } from '../proxy/proxy.js'
 import type { Proxy } from '../proxy/proxy.js'
+import type { SetpointsGroup } from '../proxy/setpoints.js'
 import type { SampleSink } from '../types.js'
 import type { DemoArrival } from './fleet.js'
 
@@ -30,6 +31,8 @@ export interface ServingDemoOptions {
   /** Width of the demo model (default 256: light enough for a laptop). */
   readonly hidden?: number
   readonly service?: string
+  /** Setpoints the proxies join (the agent serves them on its setpoints API, for the controller). */
+  readonly setpoints?: SetpointsGroup
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void
 }
 
@@ -57,6 +60,12 @@ export interface ServingDemo {
   signals(): Array<{ labels: SeriesLabels; signals: SeriesSignals }>
   stop(): Promise<void>
 }
+
+/** The admission setpoints each demo proxy starts with: class 0 (20% of the load) and class 1. */
+export const DEMO_PROXY_CLASSES = [
+  { priorityClass: 0, maxConcurrency: 64, maxQueue: 128, queueTimeoutMs: 2000 },
+  { priorityClass: 1, maxConcurrency: 64, maxQueue: 128, queueTimeoutMs: 1000 },
+] as const
 
 async function spawnModelServer(
   cli: string,
@@ -129,10 +138,7 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
         port: 0,
         upstreams: [s.url],
         labels: { service, model: '', version: '1', replica: `r${i}`, node: opts.node },
-        classes: [
-          { priorityClass: 0, maxConcurrency: 64, maxQueue: 128, queueTimeoutMs: 2000 },
-          { priorityClass: 1, maxConcurrency: 64, maxQueue: 128, queueTimeoutMs: 1000 },
-        ],
+        classes: DEMO_PROXY_CLASSES.map((c) => ({ ...c })),
         gradient2: {},
       },
       { sink: opts.sink, ...(opts.log ? { log: opts.log } : {}) },
@@ -141,6 +147,7 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
     proxies.push(proxy)
     proxyUrls.push(`http://127.0.0.1:${port}`)
   }
+  opts.setpoints?.join(proxies.map((p) => p.setpoints))
   const pools = proxyUrls.map((u) => new Pool(u, { connections: 128, pipelining: 1 }))
 
   const arrivals = opts.arrivals

@@ -35,7 +35,8 @@ export const UpstreamsPutSchema = Type.Object(
  * ```
  */
 export interface SetpointsRoutesOptions {
-  readonly proxy: Proxy
+  /** The proxy, or only setpoints (a group of proxies, as the demo's): then `/v1/upstreams` is not served. */
+  readonly proxy: Pick<Proxy, 'setpoints'> & { readonly upstreams?: Proxy['upstreams'] }
   /** Admin bearer token; null refuses every call (the API is never open). */
   readonly adminToken: string | null
   readonly bodyLimitBytes?: number
@@ -120,7 +121,9 @@ export const setpointsRoutes: FastifyPluginAsync<SetpointsRoutesOptions> = async
     return out.view
   })
 
-  app.get('/v1/upstreams', async () => ({ upstreams: proxy.upstreams.view() }))
+  const upstreams = proxy.upstreams
+  if (!upstreams) return
+  app.get('/v1/upstreams', async () => ({ upstreams: upstreams.view() }))
 
   app.put('/v1/upstreams', { bodyLimit }, async (req, reply) => {
     const problem = firstProblem(UpstreamsPutSchema, req.body)
@@ -133,7 +136,7 @@ export const setpointsRoutes: FastifyPluginAsync<SetpointsRoutesOptions> = async
         return fail(reply, 400, 'TG_ERR_BAD_REQUEST', `upstreams.${i}.url: ${(err as Error).message}`)
       }
     }
-    proxy.upstreams.replace(specs)
-    return { upstreams: proxy.upstreams.view() }
+    upstreams.replace(specs)
+    return { upstreams: upstreams.view() }
   })
 }

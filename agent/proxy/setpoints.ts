@@ -104,3 +104,83 @@ export function createSetpointsState(opts: {
     },
   }
 }
+
+/** A {@link SetpointsState} whose members can join after it is made (the demo's proxies start after the agent). */
+export interface SetpointsGroup extends SetpointsState {
+  /** Adds members; every later PUT is split among all of them. */
+  join(members: readonly SetpointsState[]): void
+}
+
+/**
+ * One set of fleet-wide admission setpoints over several proxies that share the load evenly (the demo's
+ * replicas, each behind its own proxy): `view` sums each class's caps over the members, `put` splits them,
+ * each member getting its share rounded up (class 0 at least 1 in service). The fencing token, source and
+ * staleness are the first member's; a PUT fenced by one member changes none.
+ *
+ * @example
+ * ```ts
+ * const group = createSetpointsGroup()
+ * group.join(proxies.map((p) => p.setpoints))
+ * group.put({ admission: [{ priorityClass: 0, maxConcurrency: 10, maxQueue: 20, queueTimeoutMs: 500 }] }) // 5/10 each
+ * ```
+ */
+export function createSetpointsGroup(): SetpointsGroup {
+  const members: SetpointsState[] = []
+  const share = (v: number, min: number) => Math.max(min, Math.ceil(v / members.length))
+  const group: SetpointsGroup = {
+    join(more) {
+      members.push(...more)
+    },
+    view() {
+      const views = members.map((m) => m.view())
+      const first = views[0]
+      const byClass = new Map<number, SetpointsView['admission'][number]>()
+      for (const v of views)
+        for (const c of v.admission) {
+          const have = byClass.get(c.priorityClass)
+          byClass.set(
+            c.priorityClass,
+            have
+              ? {
+                  ...have,
+                  maxConcurrency: have.maxConcurrency + c.maxConcurrency,
+                  maxQueue: have.maxQueue + c.maxQueue,
+                }
+              : { ...c },
+          )
+        }
+      const limits = views.map((v) => v.limit)
+      return {
+        admission: [...byClass.values()].sort((a, b) => a.priorityClass - b.priorityClass),
+        fencingToken: first?.fencingToken ?? null,
+        source: first?.source ?? 'config',
+        updatedAt: first?.updatedAt ?? new Date(0).toISOString(),
+        stale: views.some((v) => v.stale),
+        limit:
+          limits.every((l) => l !== null) && limits.length > 0 ? limits.reduce((a, b) => a! + b!, 0) : null,
+      }
+    },
+    put(body) {
+      if (members.length === 0) return { kind: 'invalid', message: 'no proxy has joined these setpoints yet' }
+      for (const m of members) {
+        const highest = m.view().fencingToken
+        if (body.fencingToken !== undefined && highest !== null && body.fencingToken < highest)
+          return { kind: 'fenced', highest }
+      }
+      const part: SetpointsPut = {
+        ...body,
+        admission: body.admission.map((c) => ({
+          ...c,
+          maxConcurrency: share(c.maxConcurrency, c.priorityClass === 0 && c.maxConcurrency > 0 ? 1 : 0),
+          maxQueue: share(c.maxQueue, 0),
+        })),
+      }
+      for (const m of members) {
+        const out = m.put(part)
+        if (out.kind !== 'ok') return out
+      }
+      return { kind: 'ok', view: group.view() }
+    },
+  }
+  return group
+}

@@ -311,6 +311,8 @@ export const StartSection = Type.Object(
     demoSpeed: Type.Number({ exclusiveMinimum: 0, maximum: 1000 }),
     /** The trace the demo replays; null replays the shipped controller/sim/traces/azure-llm-2023-conv.csv. */
     demoTrace: Type.Union([Type.String(), Type.Null()]),
+    /** The controller on the serving demo (demo-llm): enforce moves its setpoints, observe only decides, off runs none. */
+    demoController: Type.Union([Type.Literal('enforce'), Type.Literal('observe'), Type.Literal('off')]),
   },
   { additionalProperties: false },
 )
@@ -663,7 +665,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     },
     scrape: [],
   },
-  start: { dataDir: '.tailguard', demo: true, demoSpeed: 10, demoTrace: null },
+  start: { dataDir: '.tailguard', demo: true, demoSpeed: 10, demoTrace: null, demoController: 'enforce' },
   controller: {
     intervalMs: 5000,
     staleAfterIntervals: 3,

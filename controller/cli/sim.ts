@@ -12,6 +12,7 @@ import {
   TAILGUARD_PARTS,
 } from '../sim/scenario.js'
 import type { PolicyName, ReplicaTarget, BASELINE_POLICIES } from '../sim/scenario.js'
+import { tailguardOptionsFromConfig } from '../policies/tailguard/options.js'
 import type { TailguardOptions } from '../policies/tailguard/index.js'
 import type { Policy } from '../policy.js'
 import { formatResultsTable, renderHtmlReport } from '../sim/report.js'
@@ -213,22 +214,7 @@ function parseParts(flag: string, raw: string | undefined): TailguardPart[] {
 
 /** tailguard's options from the config file's `policy.tailguard` section (seconds become ms). */
 function tailguardFromFile(path: string | undefined): TailguardOptions {
-  if (path === undefined) return {}
-  const t = loadConfig(path, {}).policy.tailguard
-  const ms = (s: number | undefined) => (s !== undefined ? s * 1000 : undefined)
-  const o: Record<string, unknown> = {
-    headroom: t.headroom,
-    coldStartMs: ms(t.coldStartS),
-    nPlusOne: t.nPlusOne,
-    scaleDownAfterMs: ms(t.scaleDownAfterS),
-    scaleDownStepMs: ms(t.scaleDownStepS),
-    queueShare: t.queueShare,
-    outputTailFactor: t.outputTailFactor,
-    minReplicas: t.minReplicas,
-    maxReplicas: t.maxReplicas,
-    features: t.features,
-  }
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as TailguardOptions
+  return path === undefined ? {} : tailguardOptionsFromConfig(loadConfig(path, {}).policy.tailguard)
 }
 
 /** tailguard's options from its flags (the rest comes from the simulated fleet: SLO, cold start, bounds). */

@@ -8,6 +8,7 @@ import type { RecommendationBoard } from '../autoscale/recommendation.js'
 import { httpJson } from './http.js'
 import type { ObservationReader } from './observe.js'
 import { createTargetPolicy, DEFAULT_LIVE_POLICY } from './policies.js'
+import { tailguardOptionsFromConfig } from '../policies/tailguard/options.js'
 
 /** A controller started by {@link runController}. */
 export interface RunningController {
@@ -167,8 +168,9 @@ export async function runController(
   }
   const targets: LiveTarget[] = []
   const problems: string[] = []
+  const tailguardOptions = tailguardOptionsFromConfig(cfg.policy.tailguard)
   cfg.controllers.forEach((t, i) => {
-    const p = createTargetPolicy(t.policy ?? DEFAULT_LIVE_POLICY, t)
+    const p = createTargetPolicy(t.policy ?? DEFAULT_LIVE_POLICY, t, tailguardOptions)
     if (!p.ok) {
       problems.push(`controllers.${i}.policy: ${p.error}`)
       return

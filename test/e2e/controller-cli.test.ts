@@ -160,5 +160,15 @@ describe('tailguard controller and tailguard decisions from the CLI', () => {
     expect(bad.out).toMatch(
       /controllers\.0\.policy: unknown policy 'yolo' \(choose one of tailguard, static, hpa, keda, kpa, aimd/,
     )
+    // The policy.tailguard section the controller reads: a misspelled option is named with file and line.
+    const typo = join(dir, 'typo.yaml')
+    writeFileSync(
+      typo,
+      config('http://127.0.0.1:9/x', 'tailguard') +
+        'policy:\n  tailguard:\n    headroom: 0.3\n    coldStartSecs: 60\n',
+    )
+    const misspelled = await run(['controller', '-c', typo, '--db', join(dir, 'x.db')])
+    expect(misspelled.code).toBe(2)
+    expect(misspelled.out).toContain(`${typo}:18: policy.tailguard.coldStartSecs: Unexpected property`)
   }, 60_000)
 })

@@ -57,6 +57,8 @@ controllers:
         '0',
         '--demo-speed',
         '20',
+        '--demo-controller',
+        'off',
       ])
       procs.push(start)
       const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)

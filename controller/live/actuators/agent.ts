@@ -12,6 +12,9 @@ export interface AgentActuatorOptions {
   readonly timeoutMs?: number
 }
 
+/** The largest cap the agent's setpoints API takes; the policies' "unbounded" becomes this. */
+const MAX_CAP = 1_000_000
+
 interface AgentSetpoint {
   readonly priorityClass: number
   readonly maxConcurrency: number
@@ -69,8 +72,8 @@ export function createAgentActuator(o: AgentActuatorOptions): Actuator {
       if (!change.admission) return { ok: true, detail: 'nothing to change' }
       const admission: AgentSetpoint[] = change.admission.map((c, priorityClass) => ({
         priorityClass,
-        maxConcurrency: Math.max(0, Math.round(c.maxConcurrency)),
-        maxQueue: Math.max(0, Math.round(c.maxQueue)),
+        maxConcurrency: Math.min(MAX_CAP, Math.max(0, Math.round(c.maxConcurrency))),
+        maxQueue: Math.min(MAX_CAP, Math.max(0, Math.round(c.maxQueue))),
         queueTimeoutMs: timeouts.get(priorityClass) || o.queueTimeoutMs || 30_000,
       }))
       const r = await httpJson(`${base}/v1/setpoints`, {

@@ -81,7 +81,11 @@ function pushPoint(l: LearnedCapacity, x: number, y: number): Pick<LearnedCapaci
  * @example learnCapacity(NOTHING_LEARNED, obs, false).samples // 1 when obs had batches
  */
 export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: boolean): LearnedCapacity {
-  const svc = obs.latencyMs.service
+  // LLM servers seldom report their step time (vLLM does not, nor does a proxy in front of one): then the TPOT
+  // requests saw, a decode step with its share of prefills, stands in for it.
+  const tpotSeen = obs.latencyMs.tpot
+  const svc =
+    obs.latencyMs.service.count === 0 && llm && tpotSeen.count > 0 ? tpotSeen : obs.latencyMs.service
   if (svc.count === 0 || svc.p50 === null || !(svc.p50 > 0)) return l
   const ready = Math.max(1, obs.replicas.ready)
   const mean = obs.serviceMeanMs ?? svc.p50

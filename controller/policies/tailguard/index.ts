@@ -115,10 +115,17 @@ function step(
       now - state.holdingSinceMs >= o.scaleDownAfterMs
     if (!realStop) return hold(state, check.reason, now)
   }
-  const llm =
-    o.model !== undefined
-      ? o.model === 'llm'
-      : (state.llm ?? (obs.llm !== undefined || obs.latencyMs.ttft.count > 0))
+  // The replica kind is decided by the first observation that carries latency data, never by an empty one
+  // (the first interval of a live target often has none yet).
+  const lat = obs.latencyMs
+  const detected =
+    obs.llm !== undefined || lat.ttft.count > 0
+      ? true
+      : lat.e2e.count > 0 || lat.service.count > 0
+        ? false
+        : null
+  const kind = o.model !== undefined ? o.model === 'llm' : (state.llm ?? detected)
+  const llm = kind ?? false
   const learned = learnCapacity(state.learned, obs, llm)
   const alpha = Math.min(1, obs.intervalMs / 60_000)
   const burn = state.burn + alpha * (obs.errorBudget.burnRate - state.burn)
@@ -142,7 +149,7 @@ function step(
   const target = (forecast.rps + backlogRps) * (1 + headroom)
   const base: TailguardState = {
     ...state,
-    llm,
+    llm: kind,
     learned,
     burn,
     rates,

@@ -1,6 +1,7 @@
 /**
  * Options of the `tailguard` policy, with their defaults in one constant.
  */
+import type { TailguardConfig } from '../../../collector/index.js'
 
 /** Which parts of the policy run (all by default); turning one off is how the ablation table is made. */
 export interface TailguardFeatures {
@@ -141,4 +142,27 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   const out: Partial<T> = {}
   for (const [k, v] of Object.entries(o)) if (v !== undefined) (out as Record<string, unknown>)[k] = v
   return out
+}
+
+/**
+ * The options of the config file's `policy.tailguard` section (durations in seconds there, ms here); what it
+ * leaves out stays out, so the policy's defaults (or the caller's) fill it. `tailguard sim` and the live
+ * controller both read the section through this.
+ *
+ * @example tailguardOptionsFromConfig({ headroom: 0.3, coldStartS: 60 }) // { headroom: 0.3, coldStartMs: 60000 }
+ */
+export function tailguardOptionsFromConfig(t: TailguardConfig['policy']['tailguard']): TailguardOptions {
+  const ms = (s: number | undefined) => (s !== undefined ? s * 1000 : undefined)
+  return stripUndefined({
+    headroom: t.headroom,
+    coldStartMs: ms(t.coldStartS),
+    nPlusOne: t.nPlusOne,
+    scaleDownAfterMs: ms(t.scaleDownAfterS),
+    scaleDownStepMs: ms(t.scaleDownStepS),
+    queueShare: t.queueShare,
+    outputTailFactor: t.outputTailFactor,
+    minReplicas: t.minReplicas,
+    maxReplicas: t.maxReplicas,
+    features: t.features,
+  })
 }

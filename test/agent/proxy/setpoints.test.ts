@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createAdmission, createSetpointsState } from '../../../agent/index.js'
+import { createAdmission, createSetpointsGroup, createSetpointsState } from '../../../agent/index.js'
 
 const item = { priorityClass: 0, maxConcurrency: 4, maxQueue: 8, queueTimeoutMs: 100 }
 
@@ -21,5 +21,39 @@ describe('setpoints state', () => {
     expect(sp.put({ admission: [item], fencingToken: 0 })).toEqual({ kind: 'fenced', highest: 1 })
     expect(sp.put({ admission: [item], fencingToken: 2 }).kind).toBe('ok')
     expect(sp.view().stale).toBe(false)
+  })
+})
+
+describe('setpoints group (proxies that share a fleet-wide cap)', () => {
+  const member = () =>
+    createSetpointsState({
+      admission: createAdmission({ classes: [item, { ...item, priorityClass: 1 }], gradient2: {} }),
+      staleAfterMs: 60_000,
+    })
+
+  it('shows the sum over its members and splits a PUT among them, fencing as one', () => {
+    const group = createSetpointsGroup()
+    expect(group.put({ admission: [item] })).toMatchObject({ kind: 'invalid' })
+    const [a, b] = [member(), member()]
+    group.join([a, b])
+    expect(group.view().admission.map((c) => [c.maxConcurrency, c.maxQueue])).toEqual([
+      [8, 16],
+      [8, 16],
+    ])
+    const out = group.put({
+      admission: [
+        { ...item, maxConcurrency: 5, maxQueue: 1_000_000 },
+        { ...item, priorityClass: 1, maxConcurrency: 0, maxQueue: 0 },
+      ],
+      fencingToken: 3,
+      source: 'ctl',
+    })
+    expect(out.kind).toBe('ok')
+    // 5 → 3 + 3 (rounded up); class 1 shut to 0 stays 0.
+    expect(a.view().admission.map((c) => c.maxConcurrency)).toEqual([3, 0])
+    expect(group.view()).toMatchObject({ fencingToken: 3, source: 'ctl' })
+    expect(group.view().admission.map((c) => c.maxConcurrency)).toEqual([6, 0])
+    expect(group.put({ admission: [item], fencingToken: 2 })).toEqual({ kind: 'fenced', highest: 3 })
+    expect(b.view().admission[0]!.maxConcurrency).toBe(3)
   })
 })
