@@ -1,0 +1,477 @@
+import { useState } from 'react'
+import type { FormEvent } from 'react'
+import { ApiError, apiSend } from '../api.js'
+import { useAuth } from '../auth.js'
+import { TimeRangePicker } from '../components/pickers.js'
+import { StateMessage } from '../components/state-message.js'
+import { useApi } from '../hooks/use-api.js'
+import type { ApiState } from '../hooks/use-api.js'
+import { useNow } from '../hooks/use-now.js'
+import { useSlos } from '../hooks/use-slos.js'
+import { alertRows, matchersText, silenceBody } from '../lib/alerts.js'
+import type {
+  AlertRow,
+  AlertsResponse,
+  DeliveriesResponse,
+  Silence,
+  SilenceDraft,
+  SilencesResponse,
+} from '../lib/alerts.js'
+import { formatAgo } from '../lib/format.js'
+import { formatRoute } from '../lib/route.js'
+import type { AlertsRoute, Route } from '../lib/route.js'
+import { formatBurnRate } from '../lib/slo.js'
+import type { SloStatus } from '../lib/slo-types.js'
+import { timeRange } from '../lib/time-range.js'
+
+/** How often the page refreshes. */
+const REFRESH_MS = 10_000
+
+/** An action's outcome, shown beside the form or the table it came from. */
+type Outcome = { kind: 'ok'; text: string } | { kind: 'error'; text: string } | null
+
+/** The collector's refusal as a sentence, e.g. for a read token on an admin route. */
+function refusal(err: unknown): string {
+  if (err instanceof ApiError) {
+    if (err.statusCode === 403)
+      return `Refused: ${err.message}. Sign in with an admin token to change silences.`
+    return `The collector refused (${err.statusCode || 'network'}): ${err.message}`
+  }
+  return 'The request failed unexpectedly.'
+}
+
+function panelState<T>(s: ApiState<T>, empty: boolean): string {
+  return s.status === 'loading' ? 'loading' : !s.response ? 'error' : empty ? 'empty' : 'ready'
+}
+
+function time(iso: string | null, nowMs: number) {
+  if (iso === null) return <span className="muted">–</span>
+  return (
+    <time dateTime={iso} title={iso}>
+      {formatAgo(Date.parse(iso), nowMs)}
+    </time>
+  )
+}
+
+function AlertTable({
+  rows,
+  nowMs,
+  onSilence,
+}: {
+  rows: readonly AlertRow[]
+  nowMs: number
+  onSilence: (r: AlertRow) => void
+}) {
+  return (
+    <div className="table-scroll">
+      <table className="table alert-table">
+        <thead>
+          <tr>
+            <th scope="col">state</th>
+            <th scope="col">SLO</th>
+            <th scope="col">tier</th>
+            <th scope="col" className="num">
+              long window
+            </th>
+            <th scope="col" className="num">
+              short window
+            </th>
+            <th scope="col" className="num">
+              threshold
+            </th>
+            <th scope="col">fired</th>
+            <th scope="col">resolved</th>
+            <th scope="col">
+              <span className="visually-hidden">actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={`${r.slo}\u0000${r.tier}`} data-alert={`${r.slo}/${r.tier}`} data-state={r.state}>
+              <td>
+                <span className={`badge badge-${r.state}`}>{r.state}</span>
+              </td>
+              <td>
+                <a href={formatRoute({ page: 'slo', name: r.slo })}>{r.slo}</a>
+              </td>
+              <td>
+                {r.tier}
+                {r.severity ? <span className="muted small"> · {r.severity}</span> : null}
+              </td>
+              <td className="num" data-field="long">
+                {r.longWindow === null ? '–' : `${formatBurnRate(r.longBurnRate)} over ${r.longWindow}`}
+              </td>
+              <td className="num" data-field="short">
+                {r.shortWindow === null ? '–' : `${formatBurnRate(r.shortBurnRate)} over ${r.shortWindow}`}
+              </td>
+              <td className="num">{r.factor === null ? '–' : formatBurnRate(r.factor)}</td>
+              <td>{time(r.firedAt ?? r.activeSince, nowMs)}</td>
+              <td>{time(r.resolvedAt, nowMs)}</td>
+              <td>
+                {r.state === 'firing' || r.state === 'pending' ? (
+                  <button type="button" className="link" onClick={() => onSilence(r)}>
+                    Silence…
+                  </button>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  )
+}
+
+const EMPTY_DRAFT: SilenceDraft = { slo: '', tier: '', severity: '', duration: '2h', comment: '' }
+
+function SilenceForm({
+  draft,
+  setDraft,
+  slos,
+  onCreated,
+}: {
+  draft: SilenceDraft
+  setDraft: (d: SilenceDraft) => void
+  slos: readonly SloStatus[]
+  onCreated: () => void
+}) {
+  const { token } = useAuth()
+  const [busy, setBusy] = useState(false)
+  const [outcome, setOutcome] = useState<Outcome>(null)
+  const tiers = [
+    ...new Set(
+      slos.filter((s) => !draft.slo || s.name === draft.slo).flatMap((s) => s.alerts.map((a) => a.tier)),
+    ),
+  ]
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    const b = silenceBody(draft)
+    if (!b.ok) {
+      setOutcome({ kind: 'error', text: b.problem })
+      return
+    }
+    if (token === null) return
+    setBusy(true)
+    apiSend<Silence>('POST', 'silences', b.body, token).then(
+      (s) => {
+        setBusy(false)
+        setOutcome({ kind: 'ok', text: `Silence created: ${matchersText(s.matchers)} until ${s.endsAt}.` })
+        setDraft(EMPTY_DRAFT)
+        onCreated()
+      },
+      (err: unknown) => {
+        setBusy(false)
+        setOutcome({ kind: 'error', text: refusal(err) })
+      },
+    )
+  }
+  const field = (k: keyof SilenceDraft) => ({
+    value: draft[k],
+    onChange: (e: { target: { value: string } }) => setDraft({ ...draft, [k]: e.target.value }),
+  })
+  return (
+    <form className="silence-form" aria-label="new silence" onSubmit={submit}>
+      <label>
+        <span>SLO</span>
+        <select {...field('slo')}>
+          <option value="">any</option>
+          {slos.map((s) => (
+            <option key={s.name} value={s.name}>
+              {s.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        <span>tier</span>
+        <select {...field('tier')}>
+          <option value="">any</option>
+          {tiers.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        <span>severity</span>
+        <select {...field('severity')}>
+          <option value="">any</option>
+          <option value="page">page</option>
+          <option value="ticket">ticket</option>
+        </select>
+      </label>
+      <label>
+        <span>for</span>
+        <input {...field('duration')} size={5} placeholder="2h" />
+      </label>
+      <label className="grow">
+        <span>comment</span>
+        <input {...field('comment')} placeholder="why (shown with the silence)" />
+      </label>
+      <button type="submit" className="primary" disabled={busy}>
+        Create silence
+      </button>
+      {outcome ? (
+        <p
+          className={outcome.kind === 'ok' ? 'outcome-ok' : 'login-error'}
+          role={outcome.kind === 'ok' ? 'status' : 'alert'}
+        >
+          {outcome.text}
+        </p>
+      ) : null}
+    </form>
+  )
+}
+
+function SilenceTable({
+  silences,
+  nowMs,
+  onExpired,
+}: {
+  silences: readonly Silence[]
+  nowMs: number
+  onExpired: () => void
+}) {
+  const { token } = useAuth()
+  const [outcome, setOutcome] = useState<Outcome>(null)
+  const expire = (s: Silence) => {
+    if (token === null) return
+    apiSend<Silence>('DELETE', `silences/${encodeURIComponent(s.id)}`, undefined, token).then(
+      () => {
+        setOutcome({ kind: 'ok', text: `Silence ${matchersText(s.matchers)} expired.` })
+        onExpired()
+      },
+      (err: unknown) => setOutcome({ kind: 'error', text: refusal(err) }),
+    )
+  }
+  return (
+    <>
+      {outcome ? (
+        <p
+          className={outcome.kind === 'ok' ? 'outcome-ok' : 'login-error'}
+          role={outcome.kind === 'ok' ? 'status' : 'alert'}
+        >
+          {outcome.text}
+        </p>
+      ) : null}
+      <div className="table-scroll">
+        <table className="table silence-table">
+          <thead>
+            <tr>
+              <th scope="col">state</th>
+              <th scope="col">matchers</th>
+              <th scope="col">comment</th>
+              <th scope="col">by</th>
+              <th scope="col">ends</th>
+              <th scope="col">
+                <span className="visually-hidden">actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {silences.map((s) => (
+              <tr key={s.id} data-silence={s.id} data-state={s.state}>
+                <td>
+                  <span className={`badge badge-${s.state === 'active' ? 'silenced' : s.state}`}>
+                    {s.state}
+                  </span>
+                </td>
+                <td>{matchersText(s.matchers)}</td>
+                <td>{s.comment}</td>
+                <td>{s.createdBy}</td>
+                <td>
+                  <time dateTime={s.endsAt} title={s.endsAt}>
+                    {s.state === 'expired'
+                      ? formatAgo(Date.parse(s.endsAt), nowMs)
+                      : new Date(s.endsAt).toLocaleString()}
+                  </time>
+                </td>
+                <td>
+                  {s.state === 'expired' ? null : (
+                    <button type="button" className="link" onClick={() => expire(s)}>
+                      Expire
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  )
+}
+
+function DeliveryTable({
+  deliveries,
+  nowMs,
+}: {
+  deliveries: DeliveriesResponse['deliveries']
+  nowMs: number
+}) {
+  return (
+    <div className="table-scroll">
+      <table className="table delivery-table">
+        <thead>
+          <tr>
+            <th scope="col">status</th>
+            <th scope="col">receiver</th>
+            <th scope="col">alert</th>
+            <th scope="col" className="num">
+              attempts
+            </th>
+            <th scope="col">queued</th>
+            <th scope="col">delivered / next try</th>
+            <th scope="col">last error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {deliveries.map((d) => (
+            <tr key={d.seq} data-delivery={d.seq} data-status={d.status}>
+              <td>
+                <span className={`badge badge-delivery-${d.status}`}>{d.status}</span>
+              </td>
+              <td>{d.receiver}</td>
+              <td>
+                {d.notification} {d.slo} {d.tier}
+              </td>
+              <td className="num">{d.attempts}</td>
+              <td>{time(d.createdAt, nowMs)}</td>
+              <td>
+                {d.deliveredAt !== null ? (
+                  time(d.deliveredAt, nowMs)
+                ) : d.failedAt !== null ? (
+                  <>gave up {time(d.failedAt, nowMs)}</>
+                ) : d.nextAttemptAt !== null ? (
+                  <>
+                    next{' '}
+                    <time dateTime={d.nextAttemptAt}>{new Date(d.nextAttemptAt).toLocaleTimeString()}</time>
+                  </>
+                ) : (
+                  '–'
+                )}
+              </td>
+              <td className={d.lastError ? 'bad' : undefined}>{d.lastError ?? '–'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  )
+}
+
+/**
+ * Alerts: burn-rate alerts with their SLO, tier and burn rates (firing first; resolved ones within the shared
+ * range), silences (create and expire need an admin token; a read token gets the collector's refusal on screen),
+ * and the webhook deliveries of alert notifications with their status and attempts.
+ *
+ * @example <AlertsPage route={{ page: 'alerts', range: '1h' }} navigate={navigate} />
+ */
+export function AlertsPage({ route, navigate }: { route: AlertsRoute; navigate: (to: Route) => void }) {
+  const range = timeRange(route.range)
+  const [reload, setReload] = useState(0)
+  const bump = () => setReload((n) => n + 1)
+  const nowMs = useNow(5_000)
+  const alerts = useApi<AlertsResponse>('alerts', {}, REFRESH_MS, reload)
+  const slos = useSlos(REFRESH_MS)
+  const silences = useApi<SilencesResponse>('silences', {}, REFRESH_MS, reload)
+  const deliveries = useApi<DeliveriesResponse>('alerts/deliveries', {}, REFRESH_MS, reload)
+  const [draft, setDraft] = useState<SilenceDraft>(EMPTY_DRAFT)
+  const rows = alerts.response
+    ? alertRows(alerts.response.alerts, slos.response?.slos ?? [], nowMs, range.durationMs)
+    : []
+  const silenceList = silences.response?.silences ?? []
+  const deliveryList = deliveries.response?.deliveries ?? []
+
+  return (
+    <main className="page" data-page="alerts">
+      <div className="page-head">
+        <h1>Alerts</h1>
+        <p className="muted">
+          Burn-rate alerts (resolved ones from the last {range.label}), silences and webhook deliveries;
+          refreshed every 10 seconds.
+        </p>
+      </div>
+      <div className="toolbar">
+        <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
+      </div>
+      <section className="panel" aria-label="alerts" data-state={panelState(alerts, rows.length === 0)}>
+        <header className="panel-head">
+          <h2>Alerts</h2>
+        </header>
+        {alerts.status === 'loading' ? (
+          <StateMessage state="loading">Loading alerts…</StateMessage>
+        ) : !alerts.response ? (
+          <StateMessage state="error">Could not load the alerts: {alerts.error?.message}</StateMessage>
+        ) : rows.length === 0 ? (
+          <StateMessage state="empty">
+            No alert is firing, pending or silenced, and none resolved in this range.
+          </StateMessage>
+        ) : (
+          <AlertTable
+            rows={rows}
+            nowMs={nowMs}
+            onSilence={(r) => setDraft({ ...EMPTY_DRAFT, slo: r.slo, tier: r.tier, comment: draft.comment })}
+          />
+        )}
+      </section>
+      <section
+        className="panel"
+        aria-label="silences"
+        data-state={panelState(silences, silenceList.length === 0)}
+      >
+        <header className="panel-head">
+          <div>
+            <h2>Silences</h2>
+            <p className="panel-sub">
+              A silenced alert still evaluates but sends no notification. Needs an admin token.
+            </p>
+          </div>
+        </header>
+        <SilenceForm draft={draft} setDraft={setDraft} slos={slos.response?.slos ?? []} onCreated={bump} />
+        {silences.status === 'loading' ? (
+          <StateMessage state="loading">Loading silences…</StateMessage>
+        ) : !silences.response ? (
+          <StateMessage state="error">Could not load the silences: {silences.error?.message}</StateMessage>
+        ) : silenceList.length === 0 ? (
+          <StateMessage state="empty">No silence.</StateMessage>
+        ) : (
+          <SilenceTable silences={silenceList} nowMs={nowMs} onExpired={bump} />
+        )}
+      </section>
+      <section
+        className="panel"
+        aria-label="webhook deliveries"
+        data-state={panelState(deliveries, deliveryList.length === 0)}
+      >
+        <header className="panel-head">
+          <div>
+            <h2>Webhook deliveries</h2>
+            <p className="panel-sub">
+              {deliveries.response && deliveries.response.receivers.length > 0
+                ? `Receivers: ${deliveries.response.receivers.join(', ')}. Newest first; failed attempts retry with backoff.`
+                : 'Newest first; failed attempts retry with backoff.'}
+            </p>
+          </div>
+        </header>
+        {deliveries.status === 'loading' ? (
+          <StateMessage state="loading">Loading deliveries…</StateMessage>
+        ) : !deliveries.response ? (
+          <StateMessage state="error">
+            Could not load the deliveries: {deliveries.error?.message}
+          </StateMessage>
+        ) : deliveries.response.receivers.length === 0 && deliveryList.length === 0 ? (
+          <StateMessage state="empty">
+            No webhook receiver is configured, so no notification is sent (see docs/slos.md).
+          </StateMessage>
+        ) : deliveryList.length === 0 ? (
+          <StateMessage state="empty">No notification has been sent yet.</StateMessage>
+        ) : (
+          <DeliveryTable deliveries={deliveryList} nowMs={nowMs} />
+        )}
+      </section>
+    </main>
+  )
+}
