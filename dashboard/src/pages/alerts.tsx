@@ -13,6 +13,7 @@ import type {
   AlertRow,
   AlertsResponse,
   DeliveriesResponse,
+  Delivery,
   Silence,
   SilenceDraft,
   SilencesResponse,
@@ -110,7 +111,7 @@ function AlertTable({
               <td>{time(r.resolvedAt, nowMs)}</td>
               <td>
                 {r.state === 'firing' || r.state === 'pending' ? (
-                  <button type="button" className="link" onClick={() => onSilence(r)}>
+                  <button type="button" className="link-action" onClick={() => onSilence(r)}>
                     Silence…
                   </button>
                 ) : null}
@@ -156,7 +157,10 @@ function SilenceForm({
     apiSend<Silence>('POST', 'silences', b.body, token).then(
       (s) => {
         setBusy(false)
-        setOutcome({ kind: 'ok', text: `Silence created: ${matchersText(s.matchers)} until ${s.endsAt}.` })
+        setOutcome({
+          kind: 'ok',
+          text: `Silence created: ${matchersText(s.matchers)} until ${new Date(s.endsAt).toLocaleString()}.`,
+        })
         setDraft(EMPTY_DRAFT)
         onCreated()
       },
@@ -290,7 +294,7 @@ function SilenceTable({
                 </td>
                 <td>
                   {s.state === 'expired' ? null : (
-                    <button type="button" className="link" onClick={() => expire(s)}>
+                    <button type="button" className="link-action" onClick={() => expire(s)}>
                       Expire
                     </button>
                   )}
@@ -300,6 +304,20 @@ function SilenceTable({
           </tbody>
         </table>
       </div>
+    </>
+  )
+}
+
+/** When a delivery happened, or what it waits for. */
+function deliveryWhen(d: Delivery, nowMs: number) {
+  if (d.deliveredAt !== null) return time(d.deliveredAt, nowMs)
+  if (d.failedAt !== null) return <>gave up {time(d.failedAt, nowMs)}</>
+  // A receiver's notifications go in order: one never tried waits behind the one being retried.
+  if (d.attempts === 0) return 'waiting its turn'
+  if (d.nextAttemptAt === null) return '–'
+  return (
+    <>
+      next <time dateTime={d.nextAttemptAt}>{new Date(d.nextAttemptAt).toLocaleTimeString()}</time>
     </>
   )
 }
@@ -339,20 +357,7 @@ function DeliveryTable({
               </td>
               <td className="num">{d.attempts}</td>
               <td>{time(d.createdAt, nowMs)}</td>
-              <td>
-                {d.deliveredAt !== null ? (
-                  time(d.deliveredAt, nowMs)
-                ) : d.failedAt !== null ? (
-                  <>gave up {time(d.failedAt, nowMs)}</>
-                ) : d.nextAttemptAt !== null ? (
-                  <>
-                    next{' '}
-                    <time dateTime={d.nextAttemptAt}>{new Date(d.nextAttemptAt).toLocaleTimeString()}</time>
-                  </>
-                ) : (
-                  '–'
-                )}
-              </td>
+              <td>{deliveryWhen(d, nowMs)}</td>
               <td className={d.lastError ? 'bad' : undefined}>{d.lastError ?? '–'}</td>
             </tr>
           ))}
