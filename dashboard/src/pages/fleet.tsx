@@ -24,7 +24,7 @@ const ATTENTION_TEXT: Record<FleetRow['attention'], string> = {
   idle: 'no traffic',
 }
 
-function FleetTableRow({ row, range }: { row: FleetRow; range: string }) {
+function FleetTableRow({ row, range, gpus }: { row: FleetRow; range: string; gpus: boolean }) {
   const href = formatRoute({
     page: 'service',
     service: row.service,
@@ -80,11 +80,13 @@ function FleetTableRow({ row, range }: { row: FleetRow; range: string }) {
       <td className="num" data-field="replicas">
         {row.replicas}
       </td>
-      <td className="num" data-field="gpu">
-        {row.gpus.count === 0
-          ? '–'
-          : `${formatPercent(row.gpus.utilPct === null ? null : row.gpus.utilPct / 100)} of ${row.gpus.count}`}
-      </td>
+      {gpus ? (
+        <td className="num" data-field="gpu">
+          {row.gpus.count === 0
+            ? '–'
+            : `${formatPercent(row.gpus.utilPct === null ? null : row.gpus.utilPct / 100)} of ${row.gpus.count}`}
+        </td>
+      ) : null}
     </tr>
   )
 }
@@ -103,6 +105,8 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
   const slos = useSlos(REFRESH_MS)
   const rows = fleet.response ? fleetRows(fleet.response.services, slos.response?.slos ?? []) : []
   const totals = fleetTotals(rows)
+  // The GPU column only where some service's replicas hold a GPU (a fleet without NVML or DCGM has none).
+  const withGpus = rows.some((r) => r.gpus.count > 0)
   let body
   if (fleet.status === 'loading') body = <StateMessage state="loading">Loading the fleet…</StateMessage>
   else if (!fleet.response)
@@ -147,14 +151,16 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
               <th scope="col" className="num">
                 replicas
               </th>
-              <th scope="col" className="num">
-                GPU util
-              </th>
+              {withGpus ? (
+                <th scope="col" className="num">
+                  GPU util
+                </th>
+              ) : null}
             </tr>
           </thead>
           <tbody>
             {rows.map((r) => (
-              <FleetTableRow key={r.service} row={r} range={range.key} />
+              <FleetTableRow key={r.service} row={r} range={range.key} gpus={withGpus} />
             ))}
           </tbody>
         </table>
