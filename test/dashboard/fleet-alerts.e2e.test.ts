@@ -1,6 +1,6 @@
 /**
  * End-to-end tests of the fleet overview and the alerts page of the built dashboard (dist/dashboard; `npm run
- * build` first) in real headless Chromium, against the backend of test/helpers/dashboard-backend.ts (the real
+ * build` first) in real headless Chromium, against the backend of test/helpers/dashboard-h.backend.ts (the real
  * collector on a real SQLite store, an SLO engine with real webhook receivers). Also runs axe-core on every page
  * of the dashboard and fails on serious or critical violations.
  *
@@ -8,8 +8,8 @@
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import { formatMs, formatPercent } from '../../dashboard/src/lib/format.js'
 import { formatBurnRate } from '../../dashboard/src/lib/slo.js'
 import { dataSeconds } from '../../dashboard/src/lib/transforms.js'
@@ -17,16 +17,7 @@ import type { BreakdownResponse, TimeseriesResponse } from '../../dashboard/src/
 import type { FleetResponse } from '../../dashboard/src/lib/fleet.js'
 import type { AlertsResponse, DeliveriesResponse, SilencesResponse } from '../../dashboard/src/lib/alerts.js'
 import type { SloListResponse } from '../../dashboard/src/lib/slo-types.js'
-import {
-  FLEET,
-  RUN,
-  SLOS,
-  launchChromium,
-  openPage,
-  screenshot,
-  startBackend,
-} from '../helpers/dashboard-backend.js'
-import type { Backend } from '../helpers/dashboard-backend.js'
+import { FLEET, RUN, SLOS, useDashboardHarness, openPage, screenshot } from '../helpers/dashboard-backend.js'
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
@@ -58,30 +49,19 @@ async function seriousViolations(page: Page): Promise<string[]> {
 const numberIn = (text: string | null): number => Number(/-?[\d.]+/.exec(text ?? '')?.[0])
 
 describe.skipIf(!RUN)('fleet overview and alerts page (headless Chromium)', () => {
-  let backend: Backend
-  let browser: Browser
-  const api = async <T>(path: string, token = backend.token): Promise<T> => {
-    const res = await fetch(`${backend.url}/api/v1/${path}`, {
+  const h = useDashboardHarness()
+  const api = async <T>(path: string, token = h.backend.token): Promise<T> => {
+    const res = await fetch(`${h.backend.url}/api/v1/${path}`, {
       headers: { authorization: `Bearer ${token}` },
     })
     expect(res.status, path).toBe(200)
     return (await res.json()) as T
   }
-  const signIn = (page: Page, route = '/', token = backend.token) =>
-    page.goto(`${backend.url}/#token=${encodeURIComponent(token)}&${route}`)
-
-  beforeAll(async () => {
-    backend = await startBackend()
-    browser = await launchChromium()
-  })
-
-  afterAll(async () => {
-    await browser?.close()
-    await backend?.close()
-  })
+  const signIn = (page: Page, route = '/', token = h.backend.token) =>
+    page.goto(`${h.backend.url}/#token=${encodeURIComponent(token)}&${route}`)
 
   it('lands on the fleet overview: what needs attention first, numbers as the API gives them', async () => {
-    const { page, urls, problems } = await openPage(browser)
+    const { page, urls, problems } = await openPage(h.browser)
     await signIn(page)
     const fleet = page.locator('section[aria-label="fleet"]')
     await expect.poll(() => fleet.getAttribute('data-state')).toBe('ready')
@@ -195,13 +175,13 @@ describe.skipIf(!RUN)('fleet overview and alerts page (headless Chromium)', () =
     await page.locator('nav[aria-label="main"] a', { hasText: 'Services' }).click()
     await page.waitForURL(/#\/services/)
     await page.locator('section[aria-label="services"] tr[data-service="asr"]').waitFor()
-    expect(urls.filter((u) => u.includes(backend.token))).toEqual([])
+    expect(urls.filter((u) => u.includes(h.backend.token))).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })
 
   it('shows alerts with their SLO, tier and burn rates, and the webhook deliveries with their attempts', async () => {
-    const { page, problems } = await openPage(browser)
+    const { page, problems } = await openPage(h.browser)
     await signIn(page, '/alerts')
     const alerts = page.locator('section[aria-label="alerts"]')
     await expect.poll(() => alerts.getAttribute('data-state')).toBe('ready')
@@ -257,7 +237,7 @@ describe.skipIf(!RUN)('fleet overview and alerts page (headless Chromium)', () =
     const before = (await silences()).length
 
     // A read token: the form sends, the collector answers 403, and the page says so.
-    const reader = await openPage(browser)
+    const reader = await openPage(h.browser)
     await signIn(reader.page, '/alerts')
     const form = reader.page.locator('form[aria-label="new silence"]')
     await form.waitFor()
@@ -270,8 +250,8 @@ describe.skipIf(!RUN)('fleet overview and alerts page (headless Chromium)', () =
     expect(await silences()).toHaveLength(before)
 
     // An admin token: the silence is created, listed, and the silenced alert follows at the next evaluation.
-    const admin = await openPage(browser)
-    await signIn(admin.page, '/alerts', backend.adminToken!)
+    const admin = await openPage(h.browser)
+    await signIn(admin.page, '/alerts', h.backend.adminToken!)
     const adminForm = admin.page.locator('form[aria-label="new silence"]')
     await adminForm.waitFor()
     // "Silence…" on a firing alert fills the form with its SLO and tier.
@@ -316,7 +296,7 @@ describe.skipIf(!RUN)('fleet overview and alerts page (headless Chromium)', () =
   })
 
   it('passes axe-core without serious or critical violations on every page', async () => {
-    const { page, problems } = await openPage(browser)
+    const { page, problems } = await openPage(h.browser)
     await signIn(page)
     const pages: Array<{ name: string; route: string; ready: () => Promise<unknown> }> = [
       {

@@ -6,6 +6,7 @@ import type { FleetService } from '../../dashboard/src/lib/fleet.js'
 import { alertRows, matchersText, silenceBody } from '../../dashboard/src/lib/alerts.js'
 import type { AlertRecord } from '../../dashboard/src/lib/alerts.js'
 import type { SloAlertStatus, SloStatus } from '../../dashboard/src/lib/slo-types.js'
+import { sloStatus, sloTier } from '../helpers/slo-status.js'
 
 function service(name: string, over: Partial<FleetService> = {}): FleetService {
   return {
@@ -26,48 +27,20 @@ function service(name: string, over: Partial<FleetService> = {}): FleetService {
   }
 }
 
-function tier(over: Partial<SloAlertStatus> = {}): SloAlertStatus {
-  return {
-    tier: 'page-1h',
-    severity: 'page',
-    factor: 14.4,
-    longWindow: '1h',
-    shortWindow: '5m',
-    longBurnRate: 0.5,
-    shortBurnRate: 0.4,
-    condition: false,
-    state: 'inactive',
-    firedAt: null,
-    resolvedAt: null,
-    silenceId: null,
-    ...over,
-  }
-}
+const tier = (over: Partial<SloAlertStatus> = {}) => sloTier({ shortBurnRate: 0.4, ...over })
 
-function slo(name: string, svc: string | undefined, over: Partial<SloStatus> = {}): SloStatus {
-  return {
+/** A latency SLO (100 ms on total latency) on `svc` (every service when undefined), one tier. */
+const slo = (name: string, svc: string | undefined, over: Partial<SloStatus> = {}): SloStatus =>
+  sloStatus({
     name,
-    description: '',
-    source: 'file',
     kind: 'latency',
     selector: svc === undefined ? {} : { service: svc },
     objective: 0.99,
-    window: '30d',
-    budgeting: 'occurrences',
     thresholdMs: 100,
     phase: 'total',
-    sli: 0.995,
-    budgetRemaining: 0.5,
-    events: { good: 995, total: 1000 },
-    errorBudget: null,
-    burnRates: {},
-    forecast: { state: 'never', exhaustedAt: null },
     alerts: [tier()],
-    windowStart: null,
-    evaluatedAt: '2026-11-21T12:00:00.000Z',
     ...over,
-  }
-}
+  })
 
 describe('fleetRows', () => {
   it('joins each service with the SLOs that cover it and takes the worst of them', () => {

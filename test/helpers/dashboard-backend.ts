@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
 import type { Browser, Page } from 'playwright-core'
 import type { Kysely } from 'kysely'
+import { afterAll, beforeAll } from 'vitest'
 import { buildCollector } from '../../collector/app.js'
 import { createStore, latencyThresholds } from '../../collector/index.js'
 import { storeDatabase } from '../../collector/store/index.js'
@@ -192,43 +193,41 @@ export async function startBackend(): Promise<Backend> {
   }
   let seq = 0
   const gpuSeq = new Map<string, number>()
-  /** One GPU-only report from the agent of `node` (its own instance and seq), as a GPU node's agent sends. */
-  const sendGpus = async (node: string, startMs: number, gpus: GpuReportItem[]) => {
-    const n = (gpuSeq.get(node) ?? 0) + 1
-    gpuSeq.set(node, n)
+  /** Posts one interval report of `agent` (its own seq) through the report route, as agents do. */
+  const post = async (
+    agent: { id: string; instance: string; node: string },
+    agentSeq: number,
+    startMs: number,
+    body: { series: unknown[]; gpus?: GpuReportItem[] },
+  ) => {
     const res = await app.inject({
       method: 'POST',
       url: '/api/v1/reports',
       headers: { authorization: `Bearer ${agentToken}` },
       payload: {
         version: 1,
-        agent: { id: `e2e-${node}`, instance: `e2e-${node}-instance`, node },
-        seq: n,
+        agent,
+        seq: agentSeq,
         intervalStartMs: startMs,
         intervalEndMs: startMs + INTERVAL_MS,
-        series: [],
-        gpus,
-      },
-    })
-    if (res.statusCode !== 200) throw new Error(`GPU report rejected: ${res.body}`)
-  }
-  const send = async (recorder: Recorder, startMs: number) => {
-    const { series } = recorder.drain()
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/reports',
-      headers: { authorization: `Bearer ${agentToken}` },
-      payload: {
-        version: 1,
-        agent: { id: 'e2e', instance: 'e2e-instance', node: 'node-a' },
-        seq: ++seq,
-        intervalStartMs: startMs,
-        intervalEndMs: startMs + INTERVAL_MS,
-        series,
+        ...body,
       },
     })
     if (res.statusCode !== 200) throw new Error(`report rejected: ${res.body}`)
   }
+  /** One GPU-only report from the agent of `node` (its own instance and seq), as a GPU node's agent sends. */
+  const sendGpus = async (node: string, startMs: number, gpus: GpuReportItem[]) => {
+    const n = (gpuSeq.get(node) ?? 0) + 1
+    gpuSeq.set(node, n)
+    await post({ id: `e2e-${node}`, instance: `e2e-${node}-instance`, node }, n, startMs, {
+      series: [],
+      gpus,
+    })
+  }
+  const send = (recorder: Recorder, startMs: number) =>
+    post({ id: 'e2e', instance: 'e2e-instance', node: 'node-a' }, ++seq, startMs, {
+      series: recorder.drain().series,
+    })
   const recorder = createRecorder()
   const { live, stale, healthy } = FLEET
   // The live LLM service: two replicas over the last 30 minutes, with timeouts now and then.
@@ -444,4 +443,31 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   if (!dir) return
   mkdirSync(dir, { recursive: true })
   await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true })
+}
+
+/**
+ * Starts the full backend and Chromium before a test file's tests and closes both after them (vitest
+ * `beforeAll`/`afterAll`); read them through the returned getters inside tests.
+ *
+ * @example const h = useDashboardHarness(); it('…', async () => { const { page } = await openPage(h.browser) })
+ */
+export function useDashboardHarness(): { readonly backend: Backend; readonly browser: Browser } {
+  let backend: Backend | undefined
+  let browser: Browser | undefined
+  beforeAll(async () => {
+    backend = await startBackend()
+    browser = await launchChromium()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await backend?.close()
+  })
+  return {
+    get backend() {
+      return backend!
+    },
+    get browser() {
+      return browser!
+    },
+  }
 }

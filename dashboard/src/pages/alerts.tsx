@@ -4,6 +4,7 @@ import { ApiError, apiSend } from '../api.js'
 import { useAuth } from '../auth.js'
 import { TimeRangePicker } from '../components/pickers.js'
 import { StateMessage } from '../components/state-message.js'
+import { TableHead } from '../components/table-head.js'
 import { useApi } from '../hooks/use-api.js'
 import type { ApiState } from '../hooks/use-api.js'
 import { useNow } from '../hooks/use-now.js'
@@ -66,27 +67,19 @@ function AlertTable({
   return (
     <div className="table-scroll">
       <table className="table alert-table">
-        <thead>
-          <tr>
-            <th scope="col">state</th>
-            <th scope="col">SLO</th>
-            <th scope="col">tier</th>
-            <th scope="col" className="num">
-              long window
-            </th>
-            <th scope="col" className="num">
-              short window
-            </th>
-            <th scope="col" className="num">
-              threshold
-            </th>
-            <th scope="col">fired</th>
-            <th scope="col">resolved</th>
-            <th scope="col">
-              <span className="visually-hidden">actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead
+          columns={[
+            'state',
+            'SLO',
+            'tier',
+            { label: 'long window', num: true },
+            { label: 'short window', num: true },
+            { label: 'threshold', num: true },
+            'fired',
+            'resolved',
+            { label: 'actions', hidden: true },
+          ]}
+        />
         <tbody>
           {rows.map((r) => (
             <tr key={`${r.slo}\u0000${r.tier}`} data-alert={`${r.slo}/${r.tier}`} data-state={r.state}>
@@ -262,18 +255,9 @@ function SilenceTable({
       ) : null}
       <div className="table-scroll">
         <table className="table silence-table">
-          <thead>
-            <tr>
-              <th scope="col">state</th>
-              <th scope="col">matchers</th>
-              <th scope="col">comment</th>
-              <th scope="col">by</th>
-              <th scope="col">ends</th>
-              <th scope="col">
-                <span className="visually-hidden">actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead
+            columns={['state', 'matchers', 'comment', 'by', 'ends', { label: 'actions', hidden: true }]}
+          />
           <tbody>
             {silences.map((s) => (
               <tr key={s.id} data-silence={s.id} data-state={s.state}>
@@ -332,19 +316,17 @@ function DeliveryTable({
   return (
     <div className="table-scroll">
       <table className="table delivery-table">
-        <thead>
-          <tr>
-            <th scope="col">status</th>
-            <th scope="col">receiver</th>
-            <th scope="col">alert</th>
-            <th scope="col" className="num">
-              attempts
-            </th>
-            <th scope="col">queued</th>
-            <th scope="col">delivered / next try</th>
-            <th scope="col">last error</th>
-          </tr>
-        </thead>
+        <TableHead
+          columns={[
+            'status',
+            'receiver',
+            'alert',
+            { label: 'attempts', num: true },
+            'queued',
+            'delivered / next try',
+            'last error',
+          ]}
+        />
         <tbody>
           {deliveries.map((d) => (
             <tr key={d.seq} data-delivery={d.seq} data-status={d.status}>

@@ -3,6 +3,7 @@ import { NumberTile } from '../components/tiles/number-tile.js'
 import { FleetRateGraph } from '../components/graphs/fleet-rate-graph.js'
 import { TimeRangePicker } from '../components/pickers.js'
 import { StateMessage } from '../components/state-message.js'
+import { TableHead } from '../components/table-head.js'
 import { useApi } from '../hooks/use-api.js'
 import { useSlos } from '../hooks/use-slos.js'
 import { fleetRows, fleetTotals } from '../lib/fleet.js'
@@ -122,42 +123,22 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
     body = (
       <div className="table-scroll">
         <table className="table fleet-table">
-          <thead>
-            <tr>
-              <th scope="col">service</th>
-              <th scope="col">state</th>
-              <th scope="col">budget left</th>
-              <th scope="col" className="num">
-                burn rate
-              </th>
-              <th scope="col" className="num">
-                firing
-              </th>
-              <th scope="col" className="num">
-                p99 / objective
-              </th>
-              <th scope="col" className="num">
-                requests
-              </th>
-              <th scope="col" className="num">
-                goodput
-              </th>
-              <th scope="col" className="num">
-                errors
-              </th>
-              <th scope="col" className="num">
-                shed
-              </th>
-              <th scope="col" className="num">
-                replicas
-              </th>
-              {withGpus ? (
-                <th scope="col" className="num">
-                  GPU util
-                </th>
-              ) : null}
-            </tr>
-          </thead>
+          <TableHead
+            columns={[
+              'service',
+              'state',
+              'budget left',
+              { label: 'burn rate', num: true },
+              { label: 'firing', num: true },
+              { label: 'p99 / objective', num: true },
+              { label: 'requests', num: true },
+              { label: 'goodput', num: true },
+              { label: 'errors', num: true },
+              { label: 'shed', num: true },
+              { label: 'replicas', num: true },
+              withGpus && { label: 'GPU util', num: true },
+            ]}
+          />
           <tbody>
             {rows.map((r) => (
               <FleetTableRow key={r.service} row={r} range={range.key} gpus={withGpus} />
