@@ -117,6 +117,41 @@ function AlertTable({
   )
 }
 
+/** One matcher of the silence form: a select of the known values, `any` for none. */
+function MatcherSelect(props: {
+  label: string
+  options: readonly string[]
+  value: string
+  onChange: (e: { target: { value: string } }) => void
+}) {
+  return (
+    <label>
+      <span>{props.label}</span>
+      <select value={props.value} onChange={props.onChange}>
+        <option value="">any</option>
+        {props.options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </label>
+  )
+}
+
+/** An action's outcome: a status line when it worked, an alert with the reason when it did not. */
+function OutcomeLine({ outcome }: { outcome: Outcome }) {
+  if (outcome === null) return null
+  return (
+    <p
+      className={outcome.kind === 'ok' ? 'outcome-ok' : 'login-error'}
+      role={outcome.kind === 'ok' ? 'status' : 'alert'}
+    >
+      {outcome.text}
+    </p>
+  )
+}
+
 const EMPTY_DRAFT: SilenceDraft = { slo: '', tier: '', severity: '', duration: '2h', comment: '' }
 
 function SilenceForm({
@@ -169,36 +204,9 @@ function SilenceForm({
   })
   return (
     <form className="silence-form" aria-label="new silence" onSubmit={submit}>
-      <label>
-        <span>SLO</span>
-        <select {...field('slo')}>
-          <option value="">any</option>
-          {slos.map((s) => (
-            <option key={s.name} value={s.name}>
-              {s.name}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        <span>tier</span>
-        <select {...field('tier')}>
-          <option value="">any</option>
-          {tiers.map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        <span>severity</span>
-        <select {...field('severity')}>
-          <option value="">any</option>
-          <option value="page">page</option>
-          <option value="ticket">ticket</option>
-        </select>
-      </label>
+      <MatcherSelect label="SLO" options={slos.map((x) => x.name)} {...field('slo')} />
+      <MatcherSelect label="tier" options={tiers} {...field('tier')} />
+      <MatcherSelect label="severity" options={['page', 'ticket']} {...field('severity')} />
       <label>
         <span>for</span>
         <input {...field('duration')} size={5} placeholder="2h" />
@@ -210,14 +218,7 @@ function SilenceForm({
       <button type="submit" className="primary" disabled={busy}>
         Create silence
       </button>
-      {outcome ? (
-        <p
-          className={outcome.kind === 'ok' ? 'outcome-ok' : 'login-error'}
-          role={outcome.kind === 'ok' ? 'status' : 'alert'}
-        >
-          {outcome.text}
-        </p>
-      ) : null}
+      <OutcomeLine outcome={outcome} />
     </form>
   )
 }
@@ -245,14 +246,7 @@ function SilenceTable({
   }
   return (
     <>
-      {outcome ? (
-        <p
-          className={outcome.kind === 'ok' ? 'outcome-ok' : 'login-error'}
-          role={outcome.kind === 'ok' ? 'status' : 'alert'}
-        >
-          {outcome.text}
-        </p>
-      ) : null}
+      <OutcomeLine outcome={outcome} />
       <div className="table-scroll">
         <table className="table silence-table">
           <TableHead
