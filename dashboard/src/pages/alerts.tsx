@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { FormEvent } from 'react'
+import type { FormEvent, ReactNode } from 'react'
 import { ApiError, apiSend } from '../api.js'
 import { useAuth } from '../auth.js'
 import { TimeRangePicker } from '../components/pickers.js'
@@ -42,8 +42,46 @@ function refusal(err: unknown): string {
   return 'The request failed unexpectedly.'
 }
 
-function panelState<T>(s: ApiState<T>, empty: boolean): string {
-  return s.status === 'loading' ? 'loading' : !s.response ? 'error' : empty ? 'empty' : 'ready'
+/**
+ * A titled panel for one API answer: its loading, error and empty states (also as `data-state` for tests), or
+ * its content; `before` shows above them all (the silence form).
+ */
+function DataPanel<T>(props: {
+  title: string
+  /** What is loaded, in the loading and error lines: `alerts`, `silences`. */
+  what: string
+  sub?: string
+  state: ApiState<T>
+  empty: boolean
+  emptyText: string
+  before?: ReactNode
+  children: ReactNode
+}) {
+  const { state: s } = props
+  const dataState =
+    s.status === 'loading' ? 'loading' : !s.response ? 'error' : props.empty ? 'empty' : 'ready'
+  return (
+    <section className="panel" aria-label={props.title.toLowerCase()} data-state={dataState}>
+      <header className="panel-head">
+        <div>
+          <h2>{props.title}</h2>
+          {props.sub ? <p className="panel-sub">{props.sub}</p> : null}
+        </div>
+      </header>
+      {props.before}
+      {dataState === 'loading' ? (
+        <StateMessage state="loading">Loading {props.what}…</StateMessage>
+      ) : dataState === 'error' ? (
+        <StateMessage state="error">
+          Could not load the {props.what}: {s.error?.message}
+        </StateMessage>
+      ) : dataState === 'empty' ? (
+        <StateMessage state="empty">{props.emptyText}</StateMessage>
+      ) : (
+        props.children
+      )}
+    </section>
+  )
 }
 
 function time(iso: string | null, nowMs: number) {
@@ -365,6 +403,7 @@ export function AlertsPage({ route, navigate }: { route: AlertsRoute; navigate: 
     : []
   const silenceList = silences.response?.silences ?? []
   const deliveryList = deliveries.response?.deliveries ?? []
+  const receivers = deliveries.response?.receivers ?? []
 
   return (
     <main className="page" data-page="alerts">
@@ -378,81 +417,46 @@ export function AlertsPage({ route, navigate }: { route: AlertsRoute; navigate: 
       <div className="toolbar">
         <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
       </div>
-      <section className="panel" aria-label="alerts" data-state={panelState(alerts, rows.length === 0)}>
-        <header className="panel-head">
-          <h2>Alerts</h2>
-        </header>
-        {alerts.status === 'loading' ? (
-          <StateMessage state="loading">Loading alerts…</StateMessage>
-        ) : !alerts.response ? (
-          <StateMessage state="error">Could not load the alerts: {alerts.error?.message}</StateMessage>
-        ) : rows.length === 0 ? (
-          <StateMessage state="empty">
-            No alert is firing, pending or silenced, and none resolved in this range.
-          </StateMessage>
-        ) : (
-          <AlertTable
-            rows={rows}
-            nowMs={nowMs}
-            onSilence={(r) => setDraft({ ...EMPTY_DRAFT, slo: r.slo, tier: r.tier, comment: draft.comment })}
-          />
-        )}
-      </section>
-      <section
-        className="panel"
-        aria-label="silences"
-        data-state={panelState(silences, silenceList.length === 0)}
+      <DataPanel
+        title="Alerts"
+        what="alerts"
+        state={alerts}
+        empty={rows.length === 0}
+        emptyText="No alert is firing, pending or silenced, and none resolved in this range."
       >
-        <header className="panel-head">
-          <div>
-            <h2>Silences</h2>
-            <p className="panel-sub">
-              A silenced alert still evaluates but sends no notification. Needs an admin token.
-            </p>
-          </div>
-        </header>
-        <SilenceForm draft={draft} setDraft={setDraft} slos={slos.response?.slos ?? []} onCreated={bump} />
-        {silences.status === 'loading' ? (
-          <StateMessage state="loading">Loading silences…</StateMessage>
-        ) : !silences.response ? (
-          <StateMessage state="error">Could not load the silences: {silences.error?.message}</StateMessage>
-        ) : silenceList.length === 0 ? (
-          <StateMessage state="empty">No silence.</StateMessage>
-        ) : (
-          <SilenceTable silences={silenceList} nowMs={nowMs} onExpired={bump} />
-        )}
-      </section>
-      <section
-        className="panel"
-        aria-label="webhook deliveries"
-        data-state={panelState(deliveries, deliveryList.length === 0)}
+        <AlertTable
+          rows={rows}
+          nowMs={nowMs}
+          onSilence={(r) => setDraft({ ...EMPTY_DRAFT, slo: r.slo, tier: r.tier, comment: draft.comment })}
+        />
+      </DataPanel>
+      <DataPanel
+        title="Silences"
+        what="silences"
+        sub="A silenced alert still evaluates but sends no notification. Needs an admin token."
+        state={silences}
+        empty={silenceList.length === 0}
+        emptyText="No silence."
+        before={
+          <SilenceForm draft={draft} setDraft={setDraft} slos={slos.response?.slos ?? []} onCreated={bump} />
+        }
       >
-        <header className="panel-head">
-          <div>
-            <h2>Webhook deliveries</h2>
-            <p className="panel-sub">
-              {deliveries.response && deliveries.response.receivers.length > 0
-                ? `Receivers: ${deliveries.response.receivers.join(', ')}. Newest first; failed attempts retry with backoff.`
-                : 'Newest first; failed attempts retry with backoff.'}
-            </p>
-          </div>
-        </header>
-        {deliveries.status === 'loading' ? (
-          <StateMessage state="loading">Loading deliveries…</StateMessage>
-        ) : !deliveries.response ? (
-          <StateMessage state="error">
-            Could not load the deliveries: {deliveries.error?.message}
-          </StateMessage>
-        ) : deliveries.response.receivers.length === 0 && deliveryList.length === 0 ? (
-          <StateMessage state="empty">
-            No webhook receiver is configured, so no notification is sent (see docs/slos.md).
-          </StateMessage>
-        ) : deliveryList.length === 0 ? (
-          <StateMessage state="empty">No notification has been sent yet.</StateMessage>
-        ) : (
-          <DeliveryTable deliveries={deliveryList} nowMs={nowMs} />
-        )}
-      </section>
+        <SilenceTable silences={silenceList} nowMs={nowMs} onExpired={bump} />
+      </DataPanel>
+      <DataPanel
+        title="Webhook deliveries"
+        what="deliveries"
+        sub={`${receivers.length > 0 ? `Receivers: ${receivers.join(', ')}. ` : ''}Newest first; failed attempts retry with backoff.`}
+        state={deliveries}
+        empty={deliveryList.length === 0}
+        emptyText={
+          receivers.length === 0
+            ? 'No webhook receiver is configured, so no notification is sent (see docs/slos.md).'
+            : 'No notification has been sent yet.'
+        }
+      >
+        <DeliveryTable deliveries={deliveryList} nowMs={nowMs} />
+      </DataPanel>
     </main>
   )
 }
