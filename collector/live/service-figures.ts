@@ -81,20 +81,18 @@ export interface ServiceFigures {
  * @example latencyThresholds(engine) // [{ name: 'chat-latency', selector: { service: 'chat' }, metric: 'total', thresholdMs: 450 }]
  */
 export function latencyThresholds(engine: Pick<SloEngine, 'list'>): LatencyThreshold[] {
-  return engine
-    .list()
-    .flatMap(({ slo }) =>
-      slo.sli.kind === 'latency'
-        ? [
-            {
-              name: slo.name,
-              selector: slo.selector,
-              metric: slo.sli.metric,
-              thresholdMs: slo.sli.thresholdMs,
-            },
-          ]
-        : [],
-    )
+  return engine.list().flatMap(({ slo }) =>
+    slo.sli.kind === 'latency'
+      ? [
+          {
+            name: slo.name,
+            selector: slo.selector,
+            metric: slo.sli.metric,
+            thresholdMs: slo.sli.thresholdMs,
+          },
+        ]
+      : [],
+  )
 }
 
 /**
