@@ -16,6 +16,7 @@ import { queryRoutes } from './routes/query.js'
 import { gpuRoutes } from './routes/gpus.js'
 import { signalRoutes } from './routes/signals.js'
 import { createFigureRoutes } from './routes/figures.js'
+import { createFleetRoutes } from './routes/fleet.js'
 import type { FigureRoutesOptions } from './routes/figures.js'
 import { healthRoutes } from './routes/health.js'
 import { metricsRoutes } from './routes/metrics.js'
@@ -193,6 +194,7 @@ export async function buildCollector(
       await api.register(gpuRoutes)
       await api.register(signalRoutes)
       await api.register(createFigureRoutes(deps.figures ?? { pricing: {}, latencySlos: () => [] }))
+      await api.register(createFleetRoutes({ latencySlos: deps.figures?.latencySlos ?? (() => []) }))
       for (const plugin of deps.plugins ?? []) await api.register(plugin)
       // Like every API route, the OpenAPI document needs a token (read scope): docs/limits.md.
       api.get('/openapi.json', { config: { scope: 'read' }, schema: { hide: true } }, async () =>

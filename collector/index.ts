@@ -161,7 +161,7 @@ export {
   gpuHourPrice,
 } from './live/figures.js'
 export type { GpuPricing, PriceSource } from './live/figures.js'
-export { serviceFigures, heldGpus } from './live/service-figures.js'
+export { serviceFigures, heldGpus, latencyThresholds } from './live/service-figures.js'
 export type { ServiceFigures, Figure, HeldGpu, LatencyThreshold } from './live/service-figures.js'
 export { createFigureRoutes } from './routes/figures.js'
 export type { FigureRoutesOptions } from './routes/figures.js'

@@ -12,6 +12,7 @@ import type { Store } from './store/types.js'
 import { CliError } from './cli/command.js'
 import { dashboardDistDir } from './paths.js'
 import { parseDurationMs } from './time.js'
+import { latencyThresholds } from './live/service-figures.js'
 
 export interface RunningCollector {
   readonly app: FastifyInstance
@@ -97,19 +98,7 @@ export async function runCollector(
       clock,
       figures: {
         pricing: c.pricing,
-        latencySlos: () =>
-          slos.list().flatMap(({ slo }) =>
-            slo.sli.kind === 'latency'
-              ? [
-                  {
-                    name: slo.name,
-                    selector: slo.selector,
-                    metric: slo.sli.metric,
-                    thresholdMs: slo.sli.thresholdMs,
-                  },
-                ]
-              : [],
-          ),
+        latencySlos: () => latencyThresholds(slos),
       },
       plugins: [
         createSloRoutes(slos),

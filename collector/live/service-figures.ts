@@ -1,6 +1,7 @@
 import { mergeBuckets } from '../report/index.js'
 import type { Metric } from '../report/index.js'
 import { countAtOrBelow } from '../slo/math.js'
+import type { SloEngine } from '../slo/engine.js'
 import type { EpochMs, GpuInfo, Selector, Store, TimeRange } from '../store/types.js'
 import {
   bucketFractionAtOrBelow,
@@ -74,7 +75,32 @@ export interface ServiceFigures {
   }>
 }
 
-const covers = (slo: LatencyThreshold['selector'], sel: Selector): boolean =>
+/**
+ * The latency SLOs of an SLO engine as goodput uses them (availability SLOs have no threshold and are left out).
+ *
+ * @example latencyThresholds(engine) // [{ name: 'chat-latency', selector: { service: 'chat' }, metric: 'total', thresholdMs: 450 }]
+ */
+export function latencyThresholds(engine: Pick<SloEngine, 'list'>): LatencyThreshold[] {
+  return engine.list().flatMap(({ slo }) =>
+    slo.sli.kind === 'latency'
+      ? [
+          {
+            name: slo.name,
+            selector: slo.selector,
+            metric: slo.sli.metric,
+            thresholdMs: slo.sli.thresholdMs,
+          },
+        ]
+      : [],
+  )
+}
+
+/**
+ * True when a latency SLO's selector covers the selected series (an SLO without a model covers every model).
+ *
+ * @example sloCovers({ service: 'chat' }, { service: 'chat', model: 'llama' }) // true
+ */
+export const sloCovers = (slo: LatencyThreshold['selector'], sel: Selector): boolean =>
   (slo.service === undefined || slo.service === sel.service) &&
   (slo.model === undefined || sel.model === undefined || slo.model === sel.model) &&
   (slo.version === undefined || sel.version === undefined || slo.version === sel.version)
@@ -137,7 +163,7 @@ export async function serviceFigures(
     inputs: { ok: counts.ok, error: counts.error, shed: counts.shed, windowSeconds },
   }
 
-  const mine = slos.filter((s) => covers(s.selector, sel))
+  const mine = slos.filter((s) => sloCovers(s.selector, sel))
   const sloInputs: ServiceFigures['goodput']['inputs']['slos'] = []
   for (const s of mine) {
     const h = (await store.histograms(sel, range, [s.metric])).get(s.metric)

@@ -10,6 +10,7 @@ import type { SloDefinition } from '../slo/definition.js'
 import { fieldText, formatProblems, parseSloText } from '../slo/loader.js'
 import type { SloEngine, SloEvaluation } from '../slo/engine.js'
 import type { AlertRecord, Silence } from '../slo/alerts.js'
+import type { OutboxRow } from '../slo/persistence.js'
 
 /** Prometheus names of the per-SLO gauges on /metrics. */
 export const PROM_SLO_OBJECTIVE = 'tailguard_slo_objective_ratio' as const
@@ -125,6 +126,33 @@ const SilenceBody = Type.Object(
   { additionalProperties: false },
 )
 
+const DeliverySchema = Type.Object({
+  seq: Type.Integer(),
+  receiver: Type.String(),
+  slo: Type.String(),
+  tier: Type.String(),
+  notification: Type.String({ description: 'firing or resolved' }),
+  status: Type.String({
+    description:
+      'delivered, retrying (failed at least once, will retry), pending (not tried yet) or failed (given up)',
+  }),
+  attempts: Type.Integer(),
+  createdAt: Type.String(),
+  nextAttemptAt: NullableString,
+  deliveredAt: NullableString,
+  failedAt: NullableString,
+  lastError: NullableString,
+})
+
+const DeliveriesQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1000, description: 'newest first; default 100, at most 1000' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
 const NameParams = Type.Object({ name: Type.String({ maxLength: 128 }) })
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
 const SloBody = Type.Record(Type.String(), Type.Unknown(), {
@@ -190,6 +218,38 @@ const alertOut = (a: AlertRecord) => ({
   silenceId: a.silenceId,
   updatedAt: new Date(a.updatedMs).toISOString(),
 })
+
+/**
+ * One outbox row as the API shows it: which alert it notifies (from its idempotency key,
+ * `<slo>/<tier>/<firedAtMs>/<status>`), and where its delivery stands. The body is not shown.
+ */
+const deliveryOut = (r: OutboxRow) => {
+  const parts = r.idempotencyKey.split('/')
+  const notification = parts.pop() ?? ''
+  parts.pop()
+  const tier = parts.pop() ?? ''
+  return {
+    seq: r.seq,
+    receiver: r.receiver,
+    slo: parts.join('/'),
+    tier,
+    notification,
+    status:
+      r.deliveredMs !== null
+        ? 'delivered'
+        : r.failedMs !== null
+          ? 'failed'
+          : r.attempts > 0
+            ? 'retrying'
+            : 'pending',
+    attempts: r.attempts,
+    createdAt: new Date(r.createdMs).toISOString(),
+    nextAttemptAt: r.deliveredMs === null && r.failedMs === null ? iso(r.nextAttemptMs) : null,
+    deliveredAt: iso(r.deliveredMs),
+    failedAt: iso(r.failedMs),
+    lastError: r.lastError,
+  }
+}
 
 const silenceOut = (s: Silence, nowMs: number) => ({
   id: s.id,
@@ -433,6 +493,28 @@ export function createSloRoutes(engine: SloEngine): (app: FastifyInstance) => Pr
             .filter((a) => !req.query.slo || a.slo === req.query.slo)
             .map(alertOut),
         }
+      },
+    )
+
+    app.get(
+      '/alerts/deliveries',
+      {
+        config: { scope: 'read' },
+        schema: {
+          summary: 'Webhook deliveries of alert notifications, newest first, with their status and attempts',
+          querystring: DeliveriesQuery,
+          response: {
+            200: Type.Object({
+              receivers: Type.Array(Type.String(), { description: 'the configured receivers, by name' }),
+              deliveries: Type.Array(DeliverySchema),
+            }),
+          },
+        },
+      },
+      async (req) => {
+        const rows = await engine.outbox()
+        const newest = rows.sort((a, b) => b.seq - a.seq).slice(0, req.query.limit ?? 100)
+        return { receivers: engine.receiverNames(), deliveries: newest.map(deliveryOut) }
       },
     )
 

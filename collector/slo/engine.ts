@@ -583,6 +583,8 @@ export function createSloEngine(opts: SloEngineOptions) {
       return next
     },
     outbox: () => persistence.listOutbox(),
+    /** The names of the webhook receivers notifications go to (never their URLs or secrets). */
+    receiverNames: (): string[] => receivers.map((r) => r.name),
     clock,
   }
 }

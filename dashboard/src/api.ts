@@ -41,26 +41,57 @@ export async function apiGet<T>(
   const query = new URLSearchParams()
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') query.set(k, v)
   const qs = query.toString()
+  return request<T>('GET', `${path}${qs ? `?${qs}` : ''}`, undefined, token, signal)
+}
+
+/**
+ * Sends a change (`POST`, `PUT`, `DELETE`) to `api/v1/<path>` with a JSON body. Resolves with the parsed answer
+ * (null for 204); rejects with an {@link ApiError} carrying the collector's message, e.g. the 403 for a read token
+ * on an admin route: callers show it, they never swallow it.
+ *
+ * @example await apiSend('DELETE', `silences/${id}`, undefined, token)
+ */
+export function apiSend<T>(
+  method: 'POST' | 'PUT' | 'DELETE',
+  path: string,
+  body: unknown,
+  token: string,
+): Promise<T> {
+  return request<T>(method, path, body, token)
+}
+
+async function request<T>(
+  method: string,
+  pathAndQuery: string,
+  body: unknown,
+  token: string,
+  signal?: AbortSignal,
+): Promise<T> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
+  if (body !== undefined) headers['content-type'] = 'application/json'
   let res: Response
   try {
-    res = await fetch(`api/v1/${path}${qs ? `?${qs}` : ''}`, {
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+    res = await fetch(`api/v1/${pathAndQuery}`, {
+      method,
+      headers,
       signal,
       cache: 'no-store',
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     })
   } catch (err) {
     if (signal?.aborted) throw err
     throw new ApiError(0, 'NETWORK', 'the collector could not be reached')
   }
-  let body: unknown = null
+  let parsed: unknown = null
   try {
-    body = await res.json()
+    parsed = res.status === 204 ? null : await res.json()
   } catch {
-    body = null
+    parsed = null
   }
   if (!res.ok) {
-    if (isErrorBody(body)) throw new ApiError(res.status, body.code ?? `HTTP_${res.status}`, body.message)
+    if (isErrorBody(parsed))
+      throw new ApiError(res.status, parsed.code ?? `HTTP_${res.status}`, parsed.message)
     throw new ApiError(res.status, `HTTP_${res.status}`, `the collector answered ${res.status}`)
   }
-  return body as T
+  return parsed as T
 }

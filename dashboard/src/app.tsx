@@ -2,6 +2,9 @@ import { useAuth } from './auth.js'
 import { Header } from './components/header.js'
 import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
+import { useSharedRange } from './hooks/use-shared-range.js'
+import { AlertsPage } from './pages/alerts.js'
+import { FleetPage } from './pages/fleet.js'
 import { GpusPage } from './pages/gpus.js'
 import { NotFound } from './pages/not-found.js'
 import { ServiceDetail } from './pages/service-detail.js'
@@ -17,6 +20,7 @@ import { SloList } from './pages/slos.js'
 export function App() {
   const { token, signOut } = useAuth()
   const [route, navigate] = useRoute()
+  const range = useSharedRange(route)
   if (token === null) {
     return (
       <>
@@ -27,7 +31,7 @@ export function App() {
   }
   return (
     <>
-      <Header route={route} onSignOut={() => signOut()} />
+      <Header route={route} range={range} onSignOut={() => signOut()} />
       {route.page === 'service' ? (
         <ServiceDetail key={`${route.service}\u0000${route.model}`} route={route} navigate={navigate} />
       ) : route.page === 'slos' ? (
@@ -36,6 +40,10 @@ export function App() {
         <SloDetail key={route.name} name={route.name} />
       ) : route.page === 'gpus' ? (
         <GpusPage route={route} navigate={navigate} />
+      ) : route.page === 'fleet' ? (
+        <FleetPage route={route} navigate={navigate} />
+      ) : route.page === 'alerts' ? (
+        <AlertsPage route={route} navigate={navigate} />
       ) : route.page === 'not-found' ? (
         <NotFound what={route.path} reason="The dashboard has no page at this address." />
       ) : (

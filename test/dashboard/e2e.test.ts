@@ -1,106 +1,24 @@
 /**
- * End-to-end test of the built dashboard (dist/dashboard; `npm run build` first) in real headless Chromium.
- *
- * The backend, {@link startBackend}, is the real collector app on a real SQLite store, fed with interval
- * reports made by the agent's recorder and posted through the report route, as agents do.
+ * End-to-end test of the built dashboard (dist/dashboard; `npm run build` first) in real headless Chromium,
+ * against the backend of test/helpers/dashboard-h.backend.ts (the real collector on a real SQLite store).
  *
  * Set TG_SCREENSHOT_DIR to keep screenshots of each page for a look at the layout.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Kysely } from 'kysely'
-import { buildCollector } from '../../collector/app.js'
-import { createStore } from '../../collector/index.js'
-import { storeDatabase } from '../../collector/store/index.js'
-import { createSloEngine } from '../../collector/slo/index.js'
-import type { SloTables } from '../../collector/slo/index.js'
-import { createSloRoutes } from '../../collector/routes/slos.js'
-import { createRecorder } from '../../agent/index.js'
-import type { Recorder } from '../../agent/index.js'
-import { seededRandom } from '../../agent/demo/fleet.js'
-import type { GpuReportItem } from '../../collector/index.js'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import { formatUnit } from '../../dashboard/src/lib/gpu-transforms.js'
 import { dataSeconds } from '../../dashboard/src/lib/transforms.js'
 import type { BreakdownResponse, TimeseriesResponse } from '../../dashboard/src/lib/api-types.js'
-
-const CHROMIUM = '/usr/bin/chromium'
-const DIST = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url))
-const RUN = existsSync(CHROMIUM) || Boolean(process.env.CI)
-if (!RUN) {
-  console.warn(
-    `dashboard e2e test skipped: ${CHROMIUM} is missing (install it with apt-get install -y chromium; in CI it must run)`,
-  )
-}
-
-/**
- * What the backend must report (the contract for whatever {@link startBackend} runs): a live LLM service on
- * two replicas that reported over the last 30 minutes, with some errors of one class, and a service that
- * stopped reporting 2.5 hours ago after reporting for 30 minutes. `phases` lists the metrics each reports,
- * in API order.
- */
-const FLEET = {
-  live: {
-    service: 'chat',
-    model: 'llama-3-8b',
-    replicas: ['chat-0', 'chat-1'],
-    phases: ['queue', 'prefill', 'decode', 'total', 'ttft', 'tpot'],
-    errorClass: 'timeout',
-  },
-  stale: {
-    service: 'embed',
-    model: 'e5-large',
-    replicas: ['embed-0'],
-    phases: ['queue', 'h2d', 'kernel', 'total'],
-    stoppedAgoMs: 150 * 60_000,
-  },
-} as const
-
-/**
- * The SLOs the backend defines (from a file, as `--slos` does) over the live service, and evaluates once:
- * a latency SLO with budget left, and an availability SLO its timeouts overspend.
- */
-const SLOS = {
-  latency: 'chat-latency',
-  availability: 'chat-availability',
-  yaml: `version: 1
-slos:
-  - name: chat-latency
-    description: 99% of chat requests within 450 ms
-    kind: latency
-    selector: { service: chat }
-    thresholdMs: 450
-    objective: 99%
-    window: 30d
-  - name: chat-availability
-    kind: availability
-    selector: { service: chat }
-    objective: 99.9%
-    window: 7d
-`,
-} as const
-
-/**
- * The GPUs the live service's nodes report (one agent per node, in reports of their own): node-0 has a whole
- * GPU running chat-0's server process (PID 4242) and an XID 79 three intervals ago; node-1 has a MIG instance.
- * `utilPct(i)` is the utilization reported `i` intervals ago.
- */
-const GPUS = {
-  wholeGpu: {
-    node: 'node-0',
-    uuid: 'GPU-0000aaaa-e2e',
-    name: 'NVIDIA H100 80GB HBM3',
-    pid: 4242,
-    powerW: 412.5,
-  },
-  mig: { node: 'node-1', uuid: 'GPU-1111bbbb-e2e', name: 'NVIDIA A100-SXM4-40GB', profile: '1g.5gb' },
-  utilPct: (i: number) => Math.round(55 + 35 * Math.sin(i / 9)),
-  xidIntervalsAgo: 3,
-} as const
+import {
+  FLEET,
+  GPUS,
+  RUN,
+  SLOS,
+  useDashboardHarness,
+  openPage as openPageIn,
+  screenshot as shot,
+  startEmptyBackend,
+} from '../helpers/dashboard-backend.js'
 
 /** The rows of the breakdown table for these phases: total first, then the others in API order. */
 const tableOrder = (phases: readonly string[]) => ['total', ...phases.filter((p) => p !== 'total')]
@@ -109,289 +27,18 @@ const tableOrder = (phases: readonly string[]) => ['total', ...phases.filter((p)
 const storedToken = (page: Page) =>
   page.evaluate<string | null>("window.sessionStorage.getItem('tailguard.token')")
 
-interface Backend {
-  readonly url: string
-  /** A read-scope API token the backend accepts. */
-  readonly token: string
-  /** A second collector on the same store whose SLO engine has no SLOs (the SLO page's empty state; full backend only). */
-  readonly noSlosUrl?: string
-  close(): Promise<void>
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// startBackend(): the real collector (buildCollector) on a real SQLite store, fed with real interval reports
-// made by the agent's recorder and posted through POST /api/v1/reports.
-// ---------------------------------------------------------------------------------------------------------
-
-const INTERVAL_MS = 10_000
-
-async function startBackend(): Promise<Backend> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-dash-'))
-  const store = await createStore({ url: join(dir, 'tg.db') })
-  // The SLO engine as collector/run.ts builds it: on the store, with its tables from the store's migrations.
-  const slos = createSloEngine({ source: store, db: storeDatabase(store) as unknown as Kysely<SloTables> })
-  const sloFile = join(dir, 'slos.yaml')
-  writeFileSync(sloFile, SLOS.yaml)
-  const loaded = await slos.useFiles(sloFile)
-  if (!loaded.ok) throw new Error(`SLO fixture invalid: ${JSON.stringify(loaded.problems)}`)
-  const token = 'dashboard-read-token-0123456789'
-  const agentToken = 'dashboard-agent-token-0123456789'
-  const app = await buildCollector(
-    {
-      tokens: [
-        { token, scope: 'read' },
-        { token: agentToken, scope: 'agent' },
-      ],
-      reportBodyLimitBytes: 16 << 20,
-      bodyLimitBytes: 1 << 20,
-      dashboardDir: DIST,
-    },
-    { store, plugins: [createSloRoutes(slos)] },
-  )
-  const now = Date.now()
-  const rand = seededRandom(99)
-  const lognormal = (median: number, sigma: number) => {
-    const z = Math.sqrt(-2 * Math.log(Math.max(rand(), 1e-12))) * Math.cos(2 * Math.PI * rand())
-    return median * Math.exp(sigma * z)
-  }
-  let seq = 0
-  const gpuSeq = new Map<string, number>()
-  /** One GPU-only report from the agent of `node` (its own instance and seq), as a GPU node's agent sends. */
-  const sendGpus = async (node: string, startMs: number, gpus: GpuReportItem[]) => {
-    const n = (gpuSeq.get(node) ?? 0) + 1
-    gpuSeq.set(node, n)
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/reports',
-      headers: { authorization: `Bearer ${agentToken}` },
-      payload: {
-        version: 1,
-        agent: { id: `e2e-${node}`, instance: `e2e-${node}-instance`, node },
-        seq: n,
-        intervalStartMs: startMs,
-        intervalEndMs: startMs + INTERVAL_MS,
-        series: [],
-        gpus,
-      },
-    })
-    if (res.statusCode !== 200) throw new Error(`GPU report rejected: ${res.body}`)
-  }
-  const send = async (recorder: Recorder, startMs: number) => {
-    const { series } = recorder.drain()
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/reports',
-      headers: { authorization: `Bearer ${agentToken}` },
-      payload: {
-        version: 1,
-        agent: { id: 'e2e', instance: 'e2e-instance', node: 'node-a' },
-        seq: ++seq,
-        intervalStartMs: startMs,
-        intervalEndMs: startMs + INTERVAL_MS,
-        series,
-      },
-    })
-    if (res.statusCode !== 200) throw new Error(`report rejected: ${res.body}`)
-  }
-  const recorder = createRecorder()
-  const { live, stale } = FLEET
-  // The live LLM service: two replicas over the last 30 minutes, with timeouts now and then.
-  for (let i = 180; i >= 1; i--) {
-    const t = Math.floor(now / INTERVAL_MS) * INTERVAL_MS - i * INTERVAL_MS
-    live.replicas.forEach((replica, r) => {
-      const labels = { service: live.service, model: live.model, version: '1', replica, node: `node-${r}` }
-      for (let k = 0; k < 30; k++) {
-        const queue = lognormal(3_000, 0.8)
-        const prefill = lognormal(35_000, 0.2)
-        const decode = lognormal(180_000, 0.3)
-        const failed = k === 0 && i % 7 === 0
-        recorder.recordRequest({
-          labels,
-          status: failed ? 'error' : 'ok',
-          ...(failed ? { errorClass: live.errorClass } : {}),
-          phasesUs: { queue, prefill, decode, total: queue + prefill + decode + 2_000 },
-          ttftUs: queue + prefill,
-          tpotUs: lognormal(22_000, 0.1),
-          outputTokens: 8,
-        })
-      }
-    })
-    await send(recorder, t)
-    const util = GPUS.utilPct(i)
-    const stat = (v: number) => ({ min: v, mean: v, max: v, last: v })
-    const w = GPUS.wholeGpu
-    await sendGpus(w.node, t, [
-      {
-        source: 'nvml',
-        uuid: w.uuid,
-        index: 0,
-        name: w.name,
-        samples: 10,
-        fields: {
-          gpuUtilPct: { min: util - 5, mean: util, max: util + 5, last: util },
-          memUsedBytes: stat(30e9 + util * 1e8),
-          memTotalBytes: stat(80e9),
-          powerW: stat(w.powerW),
-          temperatureC: stat(66),
-          smClockMhz: stat(1980),
-          memClockMhz: stat(2619),
-        },
-        ...(i === GPUS.xidIntervalsAgo
-          ? { events: [{ timeMs: t + 2000, kind: 'xid', xid: 79, message: 'GPU has fallen off the bus' }] }
-          : {}),
-        processes: [
-          {
-            pid: w.pid,
-            usedMemoryBytes: stat(28e9),
-            smUtilPct: stat(util),
-            replica: { service: live.service, model: live.model, version: '1', replica: live.replicas[0] },
-          },
-        ],
-      },
-    ])
-    await sendGpus(GPUS.mig.node, t, [
-      {
-        source: 'nvml',
-        uuid: GPUS.mig.uuid,
-        index: 0,
-        name: GPUS.mig.name,
-        mig: { gpuInstanceId: 7, computeInstanceId: 0, profile: GPUS.mig.profile },
-        samples: 10,
-        fields: { gpuUtilPct: stat(20), memUsedBytes: stat(2e9), memTotalBytes: stat(4.75e9) },
-      },
-    ])
-  }
-  // The stale service: 30 minutes of data that ended 150 minutes ago.
-  for (let i = 180; i >= 1; i--) {
-    const t = Math.floor((now - stale.stoppedAgoMs) / INTERVAL_MS) * INTERVAL_MS - i * INTERVAL_MS
-    const labels = {
-      service: stale.service,
-      model: stale.model,
-      version: '1',
-      replica: stale.replicas[0],
-      node: 'node-a',
-    }
-    for (let k = 0; k < 20; k++) {
-      const queue = lognormal(500, 0.5)
-      const h2d = lognormal(300, 0.2)
-      const kernel = lognormal(4_000, 0.1)
-      recorder.recordRequest({
-        labels,
-        status: 'ok',
-        phasesUs: { queue, h2d, kernel, total: queue + h2d + kernel + 200 },
-      })
-    }
-    await send(recorder, t)
-  }
-  const cycle = await slos.evaluate(now)
-  if (cycle.failed.length > 0) throw new Error(`SLO evaluation failed: ${JSON.stringify(cycle.failed)}`)
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  const none = createSloEngine({ source: store, db: storeDatabase(store) as unknown as Kysely<SloTables> })
-  const bare = await buildCollector(
-    {
-      tokens: [{ token, scope: 'read' }],
-      reportBodyLimitBytes: 1 << 20,
-      bodyLimitBytes: 1 << 20,
-      dashboardDir: DIST,
-    },
-    { store, plugins: [createSloRoutes(none)] },
-  )
-  const noSlosUrl = await bare.listen({ host: '127.0.0.1', port: 0 })
-  return {
-    url,
-    token,
-    noSlosUrl,
-    async close() {
-      await slos.stop()
-      await bare.close()
-      await app.close()
-      await store.close()
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-/** A collector no agent has reported to (what `tailguard start` shows on a machine without GPUs). */
-async function startEmptyBackend(): Promise<Backend> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-dash-empty-'))
-  const store = await createStore({ url: join(dir, 'tg.db') })
-  const token = 'dashboard-read-token-empty-0123456789'
-  const app = await buildCollector(
-    {
-      tokens: [{ token, scope: 'read' }],
-      reportBodyLimitBytes: 1 << 20,
-      bodyLimitBytes: 1 << 20,
-      dashboardDir: DIST,
-    },
-    { store },
-  )
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  return {
-    url,
-    token,
-    async close() {
-      await app.close()
-      await store.close()
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // The test
 // ---------------------------------------------------------------------------------------------------------
 
 describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
-  let backend: Backend
-  let browser: Browser
-  const shotDir = process.env.TG_SCREENSHOT_DIR
-  const shot = async (page: Page, name: string) => {
-    if (!shotDir) return
-    mkdirSync(shotDir, { recursive: true })
-    await page.screenshot({ path: join(shotDir, `${name}.png`), fullPage: true })
-  }
+  const h = useDashboardHarness()
   /** A new page that records every URL it requests and every console error it logs. */
-  const openPage = async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-    context.setDefaultTimeout(15_000)
-    const page = await context.newPage()
-    const urls: string[] = []
-    const problems: string[] = []
-    page.on('request', (r) => urls.push(r.url()))
-    page.on('pageerror', (e) => problems.push(e.message))
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().includes('401')) problems.push(m.text())
-    })
-    return { page, urls, problems }
-  }
-
-  beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html')))
-      throw new Error(`${DIST}index.html is missing: run npm run build before this test`)
-    backend = await startBackend()
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
-  })
-
-  afterAll(async () => {
-    await browser?.close()
-    await backend?.close()
-  })
+  const openPage = () => openPageIn(h.browser)
 
   it('takes the token from the fragment, lists services, and shows a service with charts', async () => {
     const { page, urls, problems } = await openPage()
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${h.backend.url}/#token=${encodeURIComponent(h.backend.token)}&/services`)
 
     // The list: both services with figures, the token gone from the address bar and from every request URL.
     const live = page.locator(`tr[data-service="${FLEET.live.service}"]`)
@@ -403,9 +50,9 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     expect(await live.textContent()).toContain(FLEET.live.model)
     expect(await live.locator('td.num').first().textContent()).toBe(String(FLEET.live.replicas.length))
     expect(await stale.locator('td.num').last().textContent()).toContain('2 h ago')
-    expect(page.url()).not.toContain(backend.token)
+    expect(page.url()).not.toContain(h.backend.token)
     expect(page.url()).not.toContain('token')
-    await expect.poll(() => storedToken(page)).toBe(backend.token)
+    await expect.poll(() => storedToken(page)).toBe(h.backend.token)
     expect(await page.locator('.topbar .brand').textContent()).toContain('tailguard')
     await shot(page, '1-list')
 
@@ -435,8 +82,8 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     // the 1 h range: a tile dividing by the whole hour would read half).
     const apiGet = async (path: string): Promise<unknown> =>
       (
-        await fetch(`${backend.url}/api/v1/${path}`, {
-          headers: { authorization: `Bearer ${backend.token}` },
+        await fetch(`${h.backend.url}/api/v1/${path}`, {
+          headers: { authorization: `Bearer ${h.backend.token}` },
         })
       ).json()
     const q = `service=${FLEET.live.service}&model=${FLEET.live.model}&from=-1h&to=now`
@@ -477,14 +124,14 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
       .waitFor({ state: 'attached' })
 
     // No request ever carried the token in its URL; no script errors.
-    expect(urls.filter((u) => u.includes(backend.token))).toEqual([])
+    expect(urls.filter((u) => u.includes(h.backend.token))).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })
 
   it('shows the empty state for a range without data, and the chart for one with data', async () => {
     const { page, problems } = await openPage()
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${h.backend.url}/#token=${encodeURIComponent(h.backend.token)}&/services`)
     await page.locator(`tr[data-service="${FLEET.stale.service}"] a.service-link`).click()
     await page.waitForURL(/#\/service\/embed/)
     const latency = page.locator('section[aria-label="Latency: total"]')
@@ -510,8 +157,8 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
   it('lists the SLOs with their budget bars and shows one SLO with its charts', async () => {
     const { page, problems } = await openPage()
     const fromApi = async (name: string) => {
-      const res = await fetch(`${backend.url}/api/v1/slos/${name}`, {
-        headers: { authorization: `Bearer ${backend.token}` },
+      const res = await fetch(`${h.backend.url}/api/v1/slos/${name}`, {
+        headers: { authorization: `Bearer ${h.backend.token}` },
       })
       expect(res.status).toBe(200)
       return (await res.json()) as {
@@ -521,7 +168,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
         burnDown: unknown[]
       }
     }
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${h.backend.url}/#token=${encodeURIComponent(h.backend.token)}`)
     await page.locator('nav[aria-label="main"] a', { hasText: 'SLOs' }).click()
     await page.waitForURL(/#\/slos$/)
     await expect
@@ -587,14 +234,14 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await shot(page, '7-slo-detail')
 
     // Without SLOs, the list says how to add some.
-    await page.goto(`${backend.noSlosUrl!}/#token=${encodeURIComponent(backend.token)}&/slos`)
+    await page.goto(`${h.backend.noSlosUrl!}/#token=${encodeURIComponent(h.backend.token)}&/slos`)
     const empty = page.locator('section[aria-label="slos"]')
     await expect.poll(() => empty.getAttribute('data-state')).toBe('empty')
     expect(await empty.textContent()).toBe('No SLOs defined — see the README to add some')
     await shot(page, '8-no-slos')
 
     // An unknown SLO has its own error state.
-    await page.goto(`${backend.url}/#/slos/no-such-slo`)
+    await page.goto(`${h.backend.url}/#/slos/no-such-slo`)
     await expect
       .poll(() => page.locator('main [role="alert"]').textContent())
       .toBe('No SLO is named no-such-slo.')
@@ -604,7 +251,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('asks for a token when there is none, and shows the error for a bad one', async () => {
     const { page } = await openPage()
-    await page.goto(`${backend.url}/`)
+    await page.goto(`${h.backend.url}/`)
     const form = page.locator('form[aria-label="sign in"]')
     await form.waitFor()
     expect(await page.locator('tr[data-service]').count()).toBe(0)
@@ -616,7 +263,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     expect(await storedToken(page)).toBeNull()
     await shot(page, '5-bad-token')
 
-    await form.locator('input#token').fill(backend.token)
+    await form.locator('input#token').fill(h.backend.token)
     await form.locator('button[type="submit"]').click()
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
     await page.context().close()
@@ -624,14 +271,14 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('takes a token pasted into the fragment without a reload, and says when a page or service is not there', async () => {
     const { page, problems } = await openPage()
-    await page.goto(`${backend.url}/`)
+    await page.goto(`${h.backend.url}/`)
     await page.locator('form[aria-label="sign in"]').waitFor()
     // A token pasted into the open tab's fragment is taken at once and stripped from the address bar.
-    const withToken = `#token=${encodeURIComponent(backend.token)}&/slos`
+    const withToken = `#token=${encodeURIComponent(h.backend.token)}&/slos`
     await page.evaluate(`window.location.hash = ${JSON.stringify(withToken)}`)
     await expect.poll(() => page.url()).toMatch(/#\/slos$/)
     expect(page.url()).not.toContain('token')
-    await expect.poll(() => storedToken(page)).toBe(backend.token)
+    await expect.poll(() => storedToken(page)).toBe(h.backend.token)
     await page.locator('form[aria-label="sign in"]').waitFor({ state: 'detached' })
 
     // An unknown route says so (it used to show the services silently), with a link back.
@@ -651,7 +298,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('shows the GPU page: inventory, a chart per GPU, the XID and the process beside its replica', async () => {
     const { page, urls, problems } = await openPage()
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${h.backend.url}/#token=${encodeURIComponent(h.backend.token)}`)
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
     await page.locator('nav[aria-label="main"] a', { hasText: 'GPUs' }).click()
     await page.waitForURL(/#\/gpus$/)
@@ -710,7 +357,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await page.locator('[role="group"][aria-label="time range"] button', { hasText: '6h' }).click()
     await page.waitForURL(/#\/gpus\?range=6h$/)
     await charts.first().locator('svg path.recharts-line-curve').first().waitFor({ state: 'attached' })
-    expect(urls.filter((u) => u.includes(backend.token))).toEqual([])
+    expect(urls.filter((u) => u.includes(h.backend.token))).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })
@@ -735,7 +382,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('shows the error for a bad token in the fragment', async () => {
     const { page } = await openPage()
-    await page.goto(`${backend.url}/#token=wrong`)
+    await page.goto(`${h.backend.url}/#token=wrong`)
     const alert = page.locator('form[aria-label="sign in"] [role="alert"]')
     await expect.poll(() => alert.textContent()).toBe('The collector refused the token: invalid bearer token')
     expect(page.url()).not.toContain('wrong')

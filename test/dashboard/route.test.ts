@@ -1,15 +1,36 @@
 import { describe, expect, it } from 'vitest'
 import { formatRoute, parseRoute, takeToken } from '../../dashboard/src/lib/route.js'
 import type { ServiceRoute } from '../../dashboard/src/lib/route.js'
-import { parseQuantileList, timeRange, TIME_RANGES } from '../../dashboard/src/lib/time-range.js'
+import { parseQuantileList, timeRange, TIME_RANGES, withRange } from '../../dashboard/src/lib/time-range.js'
+import { routeRange } from '../../dashboard/src/lib/route.js'
 
 describe('parseRoute / formatRoute', () => {
-  it('reads the list for empty or unknown hashes', () => {
-    for (const h of ['', '#', '#/']) expect(parseRoute(h)).toEqual({ page: 'list' })
+  it('reads the fleet overview for an empty hash, and the service list at #/services', () => {
+    for (const h of ['', '#', '#/']) expect(parseRoute(h)).toEqual({ page: 'fleet', range: '1h' })
+    for (const h of ['#/services', '#/services/', '#/services?range=6h'])
+      expect(parseRoute(h)).toEqual({ page: 'list' })
+    expect(formatRoute({ page: 'list' })).toBe('#/services')
     // An unknown path says so instead of silently showing the list.
     expect(parseRoute('#/nope')).toEqual({ page: 'not-found', path: '/nope' })
     expect(parseRoute('#/service/')).toEqual({ page: 'not-found', path: '/service/' })
     expect(formatRoute({ page: 'not-found', path: '/nope' })).toBe('#/nope')
+  })
+
+  it('keeps the shared range on the fleet, alerts and GPU pages, and carries it in links', () => {
+    expect(parseRoute('#/?range=6h')).toEqual({ page: 'fleet', range: '6h' })
+    expect(parseRoute('#/alerts?range=24h')).toEqual({ page: 'alerts', range: '24h' })
+    expect(parseRoute('#/alerts?range=2y')).toEqual({ page: 'alerts', range: '1h' })
+    expect(formatRoute({ page: 'fleet', range: '1h' })).toBe('#/')
+    expect(formatRoute({ page: 'fleet', range: '7d' })).toBe('#/?range=7d')
+    expect(formatRoute({ page: 'alerts', range: '5m' })).toBe('#/alerts?range=5m')
+    expect(formatRoute({ page: 'gpus', range: '6h' })).toBe('#/gpus?range=6h')
+    for (const page of ['#/?range=6h', '#/alerts?range=6h', '#/gpus?range=6h', '#/service/chat?range=6h'])
+      expect(routeRange(parseRoute(page))).toBe('6h')
+    expect(routeRange(parseRoute('#/slos'))).toBeUndefined()
+    expect(withRange('#/slos', '6h')).toBe('#/slos?range=6h')
+    expect(withRange('#/?range=6h', '1h')).toBe('#/')
+    expect(withRange('#/service/chat?model=a&range=5m', '24h')).toBe('#/service/chat?model=a&range=24h')
+    expect(withRange('#/alerts', 'bogus')).toBe('#/alerts')
   })
 
   it('reads a service route with defaults', () => {

@@ -16,51 +16,8 @@ import {
   sloState,
   tierRows,
 } from '../../dashboard/src/lib/slo.js'
-import type { SloAlertStatus, SloStatus } from '../../dashboard/src/lib/slo-types.js'
+import { sloStatus, sloTier } from '../helpers/slo-status.js'
 import { formatRoute, parseRoute } from '../../dashboard/src/lib/route.js'
-
-const tier = (over: Partial<SloAlertStatus>): SloAlertStatus => ({
-  tier: 'page-1h',
-  severity: 'page',
-  factor: 14.4,
-  longWindow: '1h',
-  shortWindow: '5m',
-  longBurnRate: 0.5,
-  shortBurnRate: 0.5,
-  condition: false,
-  state: 'inactive',
-  firedAt: null,
-  resolvedAt: null,
-  silenceId: null,
-  ...over,
-})
-
-const status = (over: Partial<SloStatus> = {}): SloStatus => ({
-  name: 'chat-availability',
-  description: '',
-  source: 'file',
-  kind: 'availability',
-  selector: { service: 'chat' },
-  objective: 0.999,
-  window: '30d',
-  budgeting: 'occurrences',
-  thresholdMs: null,
-  phase: null,
-  sli: 0.9995,
-  budgetRemaining: 0.5,
-  events: { good: 19_990, total: 20_000 },
-  errorBudget: null,
-  burnRates: { '1h': 0.5, '5m': 0.5, '30d': 0.5 },
-  forecast: { state: 'never', exhaustedAt: null },
-  alerts: [
-    tier({}),
-    tier({ tier: 'page-6h', factor: 6, longWindow: '6h', shortWindow: '30m' }),
-    tier({ tier: 'ticket-1d', severity: 'ticket', factor: 3, longWindow: '1d', shortWindow: '2h' }),
-  ],
-  windowStart: '2026-01-01T00:00:00.000Z',
-  evaluatedAt: '2026-01-31T00:00:00.000Z',
-  ...over,
-})
 
 describe('SLO formatting', () => {
   it('keeps every digit of an objective and five of an SLI', () => {
@@ -106,12 +63,12 @@ describe('budgetBar', () => {
 
 describe('alerts and tiers', () => {
   it('lists the alerts that are not inactive, firing first and pages before tickets', () => {
-    const s = status({
+    const s = sloStatus({
       alerts: [
-        tier({ tier: 'ticket-1d', severity: 'ticket', state: 'firing' }),
-        tier({ tier: 'page-6h', state: 'pending' }),
-        tier({ tier: 'page-1h', state: 'firing' }),
-        tier({ tier: 'ticket-3d', severity: 'ticket', state: 'inactive' }),
+        sloTier({ tier: 'ticket-1d', severity: 'ticket', state: 'firing' }),
+        sloTier({ tier: 'page-6h', state: 'pending' }),
+        sloTier({ tier: 'page-1h', state: 'firing' }),
+        sloTier({ tier: 'ticket-3d', severity: 'ticket', state: 'inactive' }),
       ],
     })
     expect(activeAlerts(s).map((a) => `${a.state} ${a.tier}`)).toEqual([
@@ -120,16 +77,16 @@ describe('alerts and tiers', () => {
       'pending page-6h',
     ])
     expect(sloState(s)).toBe('firing')
-    expect(sloState(status())).toBe('ok')
-    expect(sloState(status({ sli: null }))).toBe('no-data')
-    expect(sloState(status({ alerts: [tier({ state: 'silenced' })] }))).toBe('silenced')
-    expect(sloState(status({ alerts: [tier({ state: 'resolved' })] }))).toBe('ok')
+    expect(sloState(sloStatus())).toBe('ok')
+    expect(sloState(sloStatus({ sli: null }))).toBe('no-data')
+    expect(sloState(sloStatus({ alerts: [sloTier({ state: 'silenced' })] }))).toBe('silenced')
+    expect(sloState(sloStatus({ alerts: [sloTier({ state: 'resolved' })] }))).toBe('ok')
   })
 
   it('marks which window of a tier burns above its factor, without recomputing the rates', () => {
-    const rows = tierRows(status({ alerts: [tier({ longBurnRate: 20, shortBurnRate: 14.4 })] }))
+    const rows = tierRows(sloStatus({ alerts: [sloTier({ longBurnRate: 20, shortBurnRate: 14.4 })] }))
     expect(rows[0]).toMatchObject({ longBurnRate: 20, shortBurnRate: 14.4, longOver: true, shortOver: false })
-    expect(burnRateRows(status())).toEqual([
+    expect(burnRateRows(sloStatus())).toEqual([
       { tier: 'page-1h', label: 'page-1h (1h / 5m)', long: 0.5, short: 0.5, factor: 14.4 },
       { tier: 'page-6h', label: 'page-6h (6h / 30m)', long: 0.5, short: 0.5, factor: 6 },
       { tier: 'ticket-1d', label: 'ticket-1d (1d / 2h)', long: 0.5, short: 0.5, factor: 3 },

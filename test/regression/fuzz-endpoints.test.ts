@@ -35,6 +35,8 @@ const QUERY_ROUTES: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['/api/v1/slos', []],
   ['/api/v1/slos/chat-availability', []],
   ['/api/v1/alerts', ['state', 'slo']],
+  ['/api/v1/alerts/deliveries', ['limit']],
+  ['/api/v1/fleet', ['from', 'to']],
   ['/api/v1/silences', []],
   ['/api/v1/openapi.json', []],
 ]

@@ -1,21 +1,25 @@
 import type { Route } from '../lib/route.js'
+import { withRange } from '../lib/time-range.js'
 
-/** The pages in the navigation. SLOs and GPUs join here once their APIs exist. */
+/** The pages in the navigation. */
 const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => boolean }> = [
-  { label: 'Services', href: '#/', matches: (r) => r.page === 'list' || r.page === 'service' },
+  { label: 'Fleet', href: '#/', matches: (r) => r.page === 'fleet' },
+  { label: 'Services', href: '#/services', matches: (r) => r.page === 'list' || r.page === 'service' },
   { label: 'SLOs', href: '#/slos', matches: (r) => r.page === 'slos' || r.page === 'slo' },
   { label: 'GPUs', href: '#/gpus', matches: (r) => r.page === 'gpus' },
+  { label: 'Alerts', href: '#/alerts', matches: (r) => r.page === 'alerts' },
 ]
 
 /**
- * The top bar: the product name, the navigation, and a sign-out button when signed in.
+ * The top bar: the product name, the navigation (its links carry the shared time range `range`), and a
+ * sign-out button when signed in.
  *
- * @example <Header route={route} onSignOut={signOut} />
+ * @example <Header route={route} range="1h" onSignOut={signOut} />
  */
-export function Header(props: { route: Route | null; onSignOut?: () => void }) {
+export function Header(props: { route: Route | null; range?: string; onSignOut?: () => void }) {
   return (
     <header className="topbar">
-      <a className="brand" href="#/">
+      <a className="brand" href={props.range ? withRange('#/', props.range) : '#/'}>
         <span className="brand-mark" aria-hidden="true" />
         tailguard
       </a>
@@ -24,7 +28,7 @@ export function Header(props: { route: Route | null; onSignOut?: () => void }) {
           {NAV.map((n) => (
             <a
               key={n.href}
-              href={n.href}
+              href={props.range ? withRange(n.href, props.range) : n.href}
               className={props.route && n.matches(props.route) ? 'active' : undefined}
             >
               {n.label}

@@ -1,5 +1,6 @@
 /**
- * Hash routes of the dashboard (no router dependency): `#/` is the service list,
+ * Hash routes of the dashboard (no router dependency): `#/` is the fleet overview, `#/services` the service list,
+ * `#/alerts` the alerts page,
  * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99` a service's detail page, `#/slos` the SLO list
  * and `#/slos/<name>` one SLO. The API token may arrive
  * in the fragment once (`#token=…`); {@link takeToken} lifts it out so it never stays in the address bar.
@@ -14,6 +15,18 @@ import { DEFAULT_QUANTILES, parseQuantileList, timeRange } from './time-range.js
 /** The list of services. */
 export interface ListRoute {
   readonly page: 'list'
+}
+
+/** The fleet overview (the landing page), with the shared time range. */
+export interface FleetRoute {
+  readonly page: 'fleet'
+  readonly range: string
+}
+
+/** The alerts page: alerts, silences and webhook deliveries, with the shared time range. */
+export interface AlertsRoute {
+  readonly page: 'alerts'
+  readonly range: string
 }
 
 /** One service (optionally one model of it) with the detail page's pickers. */
@@ -51,7 +64,8 @@ export interface NotFoundRoute {
   readonly path: string
 }
 
-export type Route = ListRoute | ServiceRoute | SlosRoute | SloRoute | GpuRoute | NotFoundRoute
+export type Route =
+  ListRoute | FleetRoute | AlertsRoute | ServiceRoute | SlosRoute | SloRoute | GpuRoute | NotFoundRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
@@ -66,10 +80,10 @@ export function parseRoute(hash: string): Route {
   const [path = '', query = ''] = text.split('?', 2)
   const slo = parseSloPath(path)
   if (slo) return slo
-  if (/^\/gpus\/?$/.test(path))
-    return { page: 'gpus', range: timeRange(new URLSearchParams(query).get('range')).key }
+  const ranged = parseRangedPath(path, query)
+  if (ranged) return ranged
   const m = /^\/service\/([^/]+)\/?$/.exec(path)
-  if (!m) return path === '' || path === '/' ? { page: 'list' } : { page: 'not-found', path }
+  if (!m) return /^\/services\/?$/.test(path) ? { page: 'list' } : { page: 'not-found', path }
   let service: string
   try {
     service = decodeURIComponent(m[1] as string)
@@ -86,6 +100,15 @@ export function parseRoute(hash: string): Route {
     phase: phase && /^[a-z0-9_]{1,32}$/.test(phase) ? phase : SERVICE_ROUTE_DEFAULTS.phase,
     quantiles: parseQuantileList(params.get('q')),
   }
+}
+
+/** The pages whose only parameter is the shared range: `/` (fleet), `/alerts`, `/gpus`. */
+function parseRangedPath(path: string, query: string): FleetRoute | AlertsRoute | GpuRoute | undefined {
+  const range = () => timeRange(new URLSearchParams(query).get('range')).key
+  if (path === '' || path === '/') return { page: 'fleet', range: range() }
+  if (/^\/alerts\/?$/.test(path)) return { page: 'alerts', range: range() }
+  if (/^\/gpus\/?$/.test(path)) return { page: 'gpus', range: range() }
+  return undefined
 }
 
 /** `/slos` and `/slos/<name>`; undefined for any other path. */
@@ -106,12 +129,14 @@ function parseSloPath(path: string): SlosRoute | SloRoute | undefined {
  * @example formatRoute({ page: 'service', service: 'chat', model: 'llama', range: '1h', phase: 'total', quantiles: ['0.5', '0.99'] }) // '#/service/chat?model=llama'
  */
 export function formatRoute(route: Route): string {
-  if (route.page === 'list') return '#/'
+  if (route.page === 'list') return '#/services'
   if (route.page === 'not-found') return `#${route.path}`
   if (route.page === 'slos') return '#/slos'
   if (route.page === 'slo') return `#/slos/${encodeURIComponent(route.name)}`
-  if (route.page === 'gpus')
-    return route.range === SERVICE_ROUTE_DEFAULTS.range ? '#/gpus' : `#/gpus?range=${route.range}`
+  if (route.page === 'gpus' || route.page === 'fleet' || route.page === 'alerts') {
+    const path = route.page === 'fleet' ? '#/' : `#/${route.page}`
+    return route.range === SERVICE_ROUTE_DEFAULTS.range ? path : `${path}?range=${route.range}`
+  }
   const params = new URLSearchParams()
   if (route.model) params.set('model', route.model)
   if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)
@@ -154,4 +179,13 @@ function decodeToken(raw: string): string | null {
   } catch {
     return null
   }
+}
+
+/**
+ * The shared time range a route carries, or undefined for pages without one (SLOs, which use their own window).
+ *
+ * @example routeRange(parseRoute('#/alerts?range=6h')) // '6h'
+ */
+export function routeRange(route: Route): string | undefined {
+  return 'range' in route ? route.range : undefined
 }

@@ -56,3 +56,20 @@ export function parseQuantileList(text: string | null | undefined): string[] {
   const out = QUANTILE_CHOICES.filter((q) => asked.has(q))
   return out.length > 0 ? out : [...DEFAULT_QUANTILES]
 }
+
+/**
+ * A hash link with the shared range: `range=<key>` added to its query (replacing one there), left out for the
+ * default range. Pages that chart a range (fleet, service, GPUs, alerts) all read the same `range` parameter, so
+ * links that carry it keep the range from page to page.
+ *
+ * @example withRange('#/slos', '6h') // '#/slos?range=6h'
+ * @example withRange('#/?range=6h', '1h') // '#/'
+ */
+export function withRange(href: string, key: string): string {
+  const [path = '', query = ''] = href.split('?', 2)
+  const params = new URLSearchParams(query)
+  if (timeRange(key).key === DEFAULT_RANGE) params.delete('range')
+  else params.set('range', timeRange(key).key)
+  const rest = params.toString()
+  return `${path}${rest ? `?${rest}` : ''}`
+}

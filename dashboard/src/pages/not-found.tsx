@@ -8,7 +8,7 @@ export interface NotFoundProps {
 
 /**
  * The page for something that is not there (an unknown route, a service that never reported): says so and
- * links back to the services, instead of an empty page or a silent redirect.
+ * links back to the fleet overview, instead of an empty page or a silent redirect.
  *
  * @example <NotFound what="/servces" reason="The dashboard has no page at this address." />
  */
@@ -19,7 +19,7 @@ export function NotFound({ what, reason }: NotFoundProps) {
       <p role="alert">{reason}</p>
       <p>
         <a href="#/" className="back">
-          ← Services
+          ← Fleet overview
         </a>
       </p>
     </main>

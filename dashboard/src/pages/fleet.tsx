@@ -1,0 +1,200 @@
+import { BudgetBarView } from '../components/tiles/budget-bar.js'
+import { NumberTile } from '../components/tiles/number-tile.js'
+import { FleetRateGraph } from '../components/graphs/fleet-rate-graph.js'
+import { TimeRangePicker } from '../components/pickers.js'
+import { StateMessage } from '../components/state-message.js'
+import { TableHead } from '../components/table-head.js'
+import { useApi } from '../hooks/use-api.js'
+import { useSlos } from '../hooks/use-slos.js'
+import { fleetRows, fleetTotals } from '../lib/fleet.js'
+import type { FleetResponse, FleetRow } from '../lib/fleet.js'
+import { formatMs, formatPercent, formatRate } from '../lib/format.js'
+import { SERVICE_ROUTE_DEFAULTS, formatRoute } from '../lib/route.js'
+import type { FleetRoute, Route } from '../lib/route.js'
+import { formatBurnRate } from '../lib/slo.js'
+import { timeRange } from '../lib/time-range.js'
+
+/** How often the page refreshes. */
+const REFRESH_MS = 10_000
+
+const ATTENTION_TEXT: Record<FleetRow['attention'], string> = {
+  firing: 'alert firing',
+  burning: 'burning budget',
+  slow: 'p99 over objective',
+  ok: 'ok',
+  idle: 'no traffic',
+}
+
+function FleetTableRow({ row, range, gpus }: { row: FleetRow; range: string; gpus: boolean }) {
+  const href = formatRoute({
+    page: 'service',
+    service: row.service,
+    model: '',
+    ...SERVICE_ROUTE_DEFAULTS,
+    range,
+  })
+  const overObjective =
+    row.objectiveMs !== null && row.latencyMs.p99 !== null && row.latencyMs.p99 > row.objectiveMs
+  return (
+    <tr data-service={row.service} data-attention={row.attention}>
+      <td>
+        <a href={href} className="service-link">
+          {row.service}
+        </a>
+        <div className="muted small">{row.models.join(', ') || '(no model)'}</div>
+      </td>
+      <td>
+        <span className={`attention attention-${row.attention}`}>{ATTENTION_TEXT[row.attention]}</span>
+      </td>
+      <td className="budget-cell" data-field="budget">
+        {row.slos.length === 0 ? (
+          <span className="muted">no SLO</span>
+        ) : (
+          <BudgetBarView remaining={row.budgetRemaining} />
+        )}
+      </td>
+      <td className={`num${(row.burnRate ?? 0) > 1 ? ' bad' : ''}`} data-field="burn">
+        {row.burnRate === null ? '–' : `${formatBurnRate(row.burnRate)} (${row.burnWindow})`}
+      </td>
+      <td className={`num${row.firing > 0 ? ' bad' : ''}`} data-field="firing">
+        {row.firing}
+        {row.pending > 0 ? <span className="muted small"> +{row.pending} pending</span> : null}
+      </td>
+      <td className={`num${overObjective ? ' bad' : ''}`} data-field="p99">
+        {formatMs(row.latencyMs.p99)}
+        {row.objectiveMs !== null ? (
+          <span className="muted small"> / {formatMs(row.objectiveMs)}</span>
+        ) : null}
+      </td>
+      <td className="num" data-field="rate">
+        {formatRate(row.ratePerSecond)}
+      </td>
+      <td className="num" data-field="goodput" title={row.goodputReason}>
+        {formatRate(row.goodputPerSecond)}
+      </td>
+      <td className={`num${row.errorRatio ? ' bad' : ''}`} data-field="errors">
+        {formatPercent(row.errorRatio)}
+      </td>
+      <td className={`num${row.shedRatio ? ' warn' : ''}`} data-field="shed">
+        {formatPercent(row.shedRatio)}
+      </td>
+      <td className="num" data-field="replicas">
+        {row.replicas}
+      </td>
+      {gpus ? (
+        <td className="num" data-field="gpu">
+          {row.gpus.count === 0
+            ? '–'
+            : `${formatPercent(row.gpus.utilPct === null ? null : row.gpus.utilPct / 100)} of ${row.gpus.count}`}
+        </td>
+      ) : null}
+    </tr>
+  )
+}
+
+/**
+ * The landing page: every service with the state of its SLOs (budget left, burn rate, alerts firing), p99 against
+ * its latency objective, request rate and goodput, error and shed ratios, replicas and GPU utilization, over the
+ * shared time range; what needs attention first. One request for the figures (`/api/v1/fleet`) and one for the
+ * SLOs, whatever the number of services.
+ *
+ * @example <FleetPage route={{ page: 'fleet', range: '1h' }} navigate={navigate} />
+ */
+export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (to: Route) => void }) {
+  const range = timeRange(route.range)
+  const fleet = useApi<FleetResponse>('fleet', { from: range.from, to: 'now' }, REFRESH_MS)
+  const slos = useSlos(REFRESH_MS)
+  const rows = fleet.response ? fleetRows(fleet.response.services, slos.response?.slos ?? []) : []
+  const totals = fleetTotals(rows)
+  // The GPU column only where some service's replicas hold a GPU (a fleet without NVML or DCGM has none).
+  const withGpus = rows.some((r) => r.gpus.count > 0)
+  let body
+  if (fleet.status === 'loading') body = <StateMessage state="loading">Loading the fleet…</StateMessage>
+  else if (!fleet.response)
+    body = <StateMessage state="error">Could not load the fleet: {fleet.error?.message}</StateMessage>
+  else if (rows.length === 0)
+    body = (
+      <StateMessage state="empty">
+        No service has reported yet. Start an agent (<code>tailguard agent</code>) that ships to this
+        collector.
+      </StateMessage>
+    )
+  else
+    body = (
+      <div className="table-scroll">
+        <table className="table fleet-table">
+          <TableHead
+            columns={[
+              'service',
+              'state',
+              'budget left',
+              { label: 'burn rate', num: true },
+              { label: 'firing', num: true },
+              { label: 'p99 / objective', num: true },
+              { label: 'requests', num: true },
+              { label: 'goodput', num: true },
+              { label: 'errors', num: true },
+              { label: 'shed', num: true },
+              { label: 'replicas', num: true },
+              withGpus && { label: 'GPU util', num: true },
+            ]}
+          />
+          <tbody>
+            {rows.map((r) => (
+              <FleetTableRow key={r.service} row={r} range={range.key} gpus={withGpus} />
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )
+  return (
+    <main className="page" data-page="fleet">
+      <div className="page-head">
+        <h1>Fleet</h1>
+        <p className="muted">
+          Every service over the last {range.label}, what needs attention first; refreshed every 10 seconds.
+          SLO budgets and burn rates are over each SLO&apos;s own window.
+        </p>
+      </div>
+      <div className="toolbar">
+        <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
+      </div>
+      {fleet.status === 'error' && fleet.response ? (
+        <p className="stale" role="alert">
+          Refresh failed ({fleet.error?.message}); showing the last figures.
+        </p>
+      ) : null}
+      {slos.status === 'error' ? (
+        <p className="stale" role="alert">
+          Could not load the SLOs ({slos.error?.message}); budgets and alerts are not shown.
+        </p>
+      ) : null}
+      {fleet.response && rows.length > 0 ? (
+        <div className="tiles" aria-label="fleet totals">
+          <NumberTile label="services" value={String(totals.services)} />
+          <NumberTile
+            label="need attention"
+            value={String(totals.needAttention)}
+            tone={totals.needAttention > 0 ? 'bad' : 'normal'}
+          />
+          <NumberTile
+            label="alerts firing"
+            value={String(totals.firing)}
+            tone={totals.firing > 0 ? 'bad' : 'normal'}
+          />
+          <NumberTile label="requests" value={formatRate(totals.ratePerSecond)} hint="sum over services" />
+        </div>
+      ) : null}
+      <section
+        className="panel"
+        aria-label="fleet"
+        data-state={
+          fleet.status === 'loading' ? 'loading' : !fleet.response ? 'error' : rows.length ? 'ready' : 'empty'
+        }
+      >
+        {body}
+      </section>
+      <FleetRateGraph rows={rows} status={fleet.status} error={fleet.error} />
+    </main>
+  )
+}
