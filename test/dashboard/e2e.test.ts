@@ -6,16 +6,10 @@
  *
  * Set TG_SCREENSHOT_DIR to keep screenshots of each page for a look at the layout.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Kysely } from 'kysely'
 import { buildCollector } from '../../collector/app.js'
-import { createStore } from '../../collector/index.js'
 import { storeDatabase } from '../../collector/store/index.js'
 import { createSloEngine } from '../../collector/slo/index.js'
 import type { SloTables } from '../../collector/slo/index.js'
@@ -27,15 +21,17 @@ import type { GpuReportItem } from '../../collector/index.js'
 import { formatUnit } from '../../dashboard/src/lib/gpu-transforms.js'
 import { dataSeconds } from '../../dashboard/src/lib/transforms.js'
 import type { BreakdownResponse, TimeseriesResponse } from '../../dashboard/src/lib/api-types.js'
+import {
+  browserTestsRun,
+  DIST,
+  launchBrowser,
+  openPage as openWatchedPage,
+  screenshotter,
+  startTestCollector,
+  storedToken,
+} from '../helpers/dashboard.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const DIST = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url))
-const RUN = existsSync(CHROMIUM) || Boolean(process.env.CI)
-if (!RUN) {
-  console.warn(
-    `dashboard e2e test skipped: ${CHROMIUM} is missing (install it with apt-get install -y chromium; in CI it must run)`,
-  )
-}
+const RUN = browserTestsRun('dashboard')
 
 /**
  * What the backend must report (the contract for whatever {@link startBackend} runs): a live LLM service on
@@ -105,10 +101,6 @@ const GPUS = {
 /** The rows of the breakdown table for these phases: total first, then the others in API order. */
 const tableOrder = (phases: readonly string[]) => ['total', ...phases.filter((p) => p !== 'total')]
 
-/** The token the dashboard keeps in the page's sessionStorage (evaluated in the browser, hence the string). */
-const storedToken = (page: Page) =>
-  page.evaluate<string | null>("window.sessionStorage.getItem('tailguard.token')")
-
 interface Backend {
   readonly url: string
   /** A read-scope API token the backend accepts. */
@@ -126,73 +118,24 @@ interface Backend {
 const INTERVAL_MS = 10_000
 
 async function startBackend(): Promise<Backend> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-dash-'))
-  const store = await createStore({ url: join(dir, 'tg.db') })
-  // The SLO engine as collector/run.ts builds it: on the store, with its tables from the store's migrations.
-  const slos = createSloEngine({ source: store, db: storeDatabase(store) as unknown as Kysely<SloTables> })
-  const sloFile = join(dir, 'slos.yaml')
-  writeFileSync(sloFile, SLOS.yaml)
-  const loaded = await slos.useFiles(sloFile)
-  if (!loaded.ok) throw new Error(`SLO fixture invalid: ${JSON.stringify(loaded.problems)}`)
   const token = 'dashboard-read-token-0123456789'
-  const agentToken = 'dashboard-agent-token-0123456789'
-  const app = await buildCollector(
-    {
-      tokens: [
-        { token, scope: 'read' },
-        { token: agentToken, scope: 'agent' },
-      ],
-      reportBodyLimitBytes: 16 << 20,
-      bodyLimitBytes: 1 << 20,
-      dashboardDir: DIST,
-    },
-    { store, plugins: [createSloRoutes(slos)] },
-  )
+  const collector = await startTestCollector({
+    tokens: [{ token, scope: 'read' }],
+    agentToken: 'dashboard-agent-token-0123456789',
+    slosYaml: SLOS.yaml,
+  })
+  const { app, store, slos } = collector
   const now = Date.now()
   const rand = seededRandom(99)
   const lognormal = (median: number, sigma: number) => {
     const z = Math.sqrt(-2 * Math.log(Math.max(rand(), 1e-12))) * Math.cos(2 * Math.PI * rand())
     return median * Math.exp(sigma * z)
   }
-  let seq = 0
-  const gpuSeq = new Map<string, number>()
   /** One GPU-only report from the agent of `node` (its own instance and seq), as a GPU node's agent sends. */
-  const sendGpus = async (node: string, startMs: number, gpus: GpuReportItem[]) => {
-    const n = (gpuSeq.get(node) ?? 0) + 1
-    gpuSeq.set(node, n)
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/reports',
-      headers: { authorization: `Bearer ${agentToken}` },
-      payload: {
-        version: 1,
-        agent: { id: `e2e-${node}`, instance: `e2e-${node}-instance`, node },
-        seq: n,
-        intervalStartMs: startMs,
-        intervalEndMs: startMs + INTERVAL_MS,
-        series: [],
-        gpus,
-      },
-    })
-    if (res.statusCode !== 200) throw new Error(`GPU report rejected: ${res.body}`)
-  }
-  const send = async (recorder: Recorder, startMs: number) => {
-    const { series } = recorder.drain()
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/reports',
-      headers: { authorization: `Bearer ${agentToken}` },
-      payload: {
-        version: 1,
-        agent: { id: 'e2e', instance: 'e2e-instance', node: 'node-a' },
-        seq: ++seq,
-        intervalStartMs: startMs,
-        intervalEndMs: startMs + INTERVAL_MS,
-        series,
-      },
-    })
-    if (res.statusCode !== 200) throw new Error(`report rejected: ${res.body}`)
-  }
+  const sendGpus = (node: string, startMs: number, gpus: GpuReportItem[]) =>
+    collector.report({ id: `e2e-${node}`, node }, startMs, INTERVAL_MS, { gpus })
+  const send = (recorder: Recorder, startMs: number) =>
+    collector.report({ id: 'e2e', node: 'node-a' }, startMs, INTERVAL_MS, { series: recorder.drain().series })
   const recorder = createRecorder()
   const { live, stale } = FLEET
   // The live LLM service: two replicas over the last 30 minutes, with timeouts now and then.
@@ -302,39 +245,21 @@ async function startBackend(): Promise<Backend> {
     token,
     noSlosUrl,
     async close() {
-      await slos.stop()
       await bare.close()
-      await app.close()
-      await store.close()
-      rmSync(dir, { recursive: true, force: true })
+      await collector.close()
     },
   }
 }
 
 /** A collector no agent has reported to (what `tailguard start` shows on a machine without GPUs). */
 async function startEmptyBackend(): Promise<Backend> {
-  const dir = mkdtempSync(join(tmpdir(), 'tg-dash-empty-'))
-  const store = await createStore({ url: join(dir, 'tg.db') })
   const token = 'dashboard-read-token-empty-0123456789'
-  const app = await buildCollector(
-    {
-      tokens: [{ token, scope: 'read' }],
-      reportBodyLimitBytes: 1 << 20,
-      bodyLimitBytes: 1 << 20,
-      dashboardDir: DIST,
-    },
-    { store },
-  )
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  return {
-    url,
-    token,
-    async close() {
-      await app.close()
-      await store.close()
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
+  const collector = await startTestCollector({
+    tokens: [{ token, scope: 'read' }],
+    agentToken: 'dashboard-agent-token-empty-0123456789',
+  })
+  const url = await collector.app.listen({ host: '127.0.0.1', port: 0 })
+  return { url, token, close: () => collector.close() }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -344,44 +269,12 @@ async function startEmptyBackend(): Promise<Backend> {
 describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
   let backend: Backend
   let browser: Browser
-  const shotDir = process.env.TG_SCREENSHOT_DIR
-  const shot = async (page: Page, name: string) => {
-    if (!shotDir) return
-    mkdirSync(shotDir, { recursive: true })
-    await page.screenshot({ path: join(shotDir, `${name}.png`), fullPage: true })
-  }
-  /** A new page that records every URL it requests and every console error it logs. */
-  const openPage = async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-    context.setDefaultTimeout(15_000)
-    const page = await context.newPage()
-    const urls: string[] = []
-    const problems: string[] = []
-    page.on('request', (r) => urls.push(r.url()))
-    page.on('pageerror', (e) => problems.push(e.message))
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().includes('401')) problems.push(m.text())
-    })
-    return { page, urls, problems }
-  }
+  const shot = screenshotter()
+  const openPage = () => openWatchedPage(browser)
 
   beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html')))
-      throw new Error(`${DIST}index.html is missing: run npm run build before this test`)
     backend = await startBackend()
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
+    browser = await launchBrowser()
   })
 
   afterAll(async () => {
