@@ -41,10 +41,42 @@ export async function apiGet<T>(
   const query = new URLSearchParams()
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') query.set(k, v)
   const qs = query.toString()
+  return request<T>(`api/v1/${path}${qs ? `?${qs}` : ''}`, { method: 'GET' }, token, signal)
+}
+
+/**
+ * POSTs a JSON `body` (or none) to `api/v1/<path>` with the bearer token. Resolves with the parsed answer;
+ * rejects with an {@link ApiError}: a 403 is a token without the scope the route needs (admin, for the
+ * controller's mode and rollback), which the caller shows as a refusal. It never signs the user out.
+ *
+ * @example await apiPost<Controller>('controllers/chat/mode', { mode: 'enforce' }, token)
+ */
+export async function apiPost<T>(path: string, body: unknown, token: string): Promise<T> {
+  return request<T>(
+    `api/v1/${path}`,
+    body === undefined
+      ? { method: 'POST' }
+      : { method: 'POST', body: JSON.stringify(body), contentType: 'application/json' },
+    token,
+  )
+}
+
+async function request<T>(
+  url: string,
+  init: { method: string; body?: string; contentType?: string },
+  token: string,
+  signal?: AbortSignal,
+): Promise<T> {
   let res: Response
   try {
-    res = await fetch(`api/v1/${path}${qs ? `?${qs}` : ''}`, {
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+    res = await fetch(url, {
+      method: init.method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'application/json',
+        ...(init.contentType ? { 'content-type': init.contentType } : {}),
+      },
+      ...(init.body !== undefined ? { body: init.body } : {}),
       signal,
       cache: 'no-store',
     })

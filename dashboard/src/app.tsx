@@ -2,6 +2,8 @@ import { useAuth } from './auth.js'
 import { Header } from './components/header.js'
 import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
+import { ControllerDetail } from './pages/controller-detail.js'
+import { ControllerList } from './pages/controllers.js'
 import { GpusPage } from './pages/gpus.js'
 import { NotFound } from './pages/not-found.js'
 import { ServiceDetail } from './pages/service-detail.js'
@@ -36,6 +38,10 @@ export function App() {
         <SloDetail key={route.name} name={route.name} />
       ) : route.page === 'gpus' ? (
         <GpusPage route={route} navigate={navigate} />
+      ) : route.page === 'controllers' ? (
+        <ControllerList />
+      ) : route.page === 'controller' ? (
+        <ControllerDetail key={route.target} route={route} navigate={navigate} />
       ) : route.page === 'not-found' ? (
         <NotFound what={route.path} reason="The dashboard has no page at this address." />
       ) : (

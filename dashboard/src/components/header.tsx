@@ -5,6 +5,11 @@ const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => b
   { label: 'Services', href: '#/', matches: (r) => r.page === 'list' || r.page === 'service' },
   { label: 'SLOs', href: '#/slos', matches: (r) => r.page === 'slos' || r.page === 'slo' },
   { label: 'GPUs', href: '#/gpus', matches: (r) => r.page === 'gpus' },
+  {
+    label: 'Controllers',
+    href: '#/controllers',
+    matches: (r) => r.page === 'controllers' || r.page === 'controller',
+  },
 ]
 
 /**

@@ -16,7 +16,8 @@ const LOADING = { response: null, error: null, status: 'loading' } as const
 
 /**
  * GETs `api/v1/<path>` with `params` whenever they change, and again every `refreshMs` when given.
- * A refresh keeps the last response on screen until the new one arrives. A 401 (unknown token) or 403 (a
+ * A refresh keeps the last response on screen until the new one arrives; changing `reloadKey` fetches again
+ * at once (after an action changed what the route answers). A 401 (unknown token) or 403 (a
  * token without read scope) signs the user out with the collector's message, which the login form shows.
  *
  * @example const { response, error, status } = useApi<ServicesResponse>('services', {}, 10_000)
@@ -25,6 +26,7 @@ export function useApi<T>(
   path: string,
   params: Readonly<Record<string, string | undefined>>,
   refreshMs?: number,
+  reloadKey?: number,
 ): ApiState<T> {
   const { token, signOut } = useAuth()
   const key = JSON.stringify([path, params])
@@ -66,7 +68,7 @@ export function useApi<T>(
       controller?.abort()
       if (timer !== undefined) window.clearInterval(timer)
     }
-  }, [key, token, refreshMs, signOut])
+  }, [key, token, refreshMs, signOut, reloadKey])
 
   return state.key === key ? state.value : LOADING
 }
