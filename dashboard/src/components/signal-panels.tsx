@@ -2,8 +2,8 @@ import { useSignals } from '../hooks/use-signals.js'
 import type { SeriesQuery } from '../hooks/use-signals.js'
 import { formatMs, formatPercent, formatRate } from '../lib/format.js'
 import type { SloStatus } from '../lib/slo-types.js'
-import { counterRate, gaugeMean, gaugeStat, importedP99Rows, signalRows } from '../lib/signals.js'
-import type { SignalLine, SignalSeriesResponse } from '../lib/signals.js'
+import { importedP99Rows, SIGNAL_PANELS, signalRows } from '../lib/signals.js'
+import type { SignalPanelSpec, SignalSeriesResponse } from '../lib/signals.js'
 import { latencySlo } from '../lib/controller.js'
 import { SeriesGraph } from './graphs/series-graph.js'
 import type { SeriesLine } from './graphs/series-graph.js'
@@ -13,76 +13,12 @@ const COLORS = ['#3a6ea5', '#d9822b', '#2e8b57', '#8e44ad', '#c0392b', '#16a085'
 
 const count = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Number(v.toFixed(2)).toString())
 
-/** One signal panel: its title, chart name, lines (how each is read and combined) and unit. */
-interface PanelSpec {
-  readonly title: string
-  readonly subtitle: string
-  readonly chart: string
-  readonly lines: ReadonlyArray<SignalLine & { readonly label: string }>
-  readonly format: (v: number) => string
+/** How each panel unit is written on axes, tooltips and the "now" figure. */
+const PANEL_FORMATS: Readonly<Record<SignalPanelSpec['unit'], (v: number) => string>> = {
+  count,
+  ratio: (v) => formatPercent(v),
+  rate: (v) => formatRate(v),
 }
-
-/**
- * The panels of the signals the API carries, in page order. Each is drawn only when some series reports one
- * of its lines. Fleet totals are summed over replicas; KV-cache use is the fullest replica's.
- */
-export const SIGNAL_PANELS: readonly PanelSpec[] = [
-  {
-    title: 'Running and waiting requests',
-    subtitle: 'sequences running and waiting, summed over replicas (mean per bucket)',
-    chart: 'running-waiting',
-    lines: [
-      { key: 'running', label: 'running', pick: gaugeMean('running'), combine: 'sum' },
-      { key: 'waiting', label: 'waiting', pick: gaugeMean('waiting'), combine: 'sum' },
-    ],
-    format: count,
-  },
-  {
-    title: 'KV-cache use',
-    subtitle: 'the fullest replica (mean per bucket)',
-    chart: 'kv-cache',
-    lines: [{ key: 'kv', label: 'KV cache', pick: gaugeMean('kvCacheUsage'), combine: 'max' }],
-    format: (v) => formatPercent(v),
-  },
-  {
-    title: 'Queue depth',
-    subtitle: 'requests in flight and queued at the proxy, summed over replicas',
-    chart: 'queue-depth',
-    lines: [
-      { key: 'queued', label: 'queued', pick: gaugeMean('queued'), combine: 'sum' },
-      { key: 'inFlight', label: 'in flight', pick: gaugeMean('inFlight'), combine: 'sum' },
-    ],
-    format: count,
-  },
-  {
-    title: 'Batch size',
-    subtitle: 'dispatched batch size: smallest, mean and largest per bucket',
-    chart: 'batch-size',
-    lines: [
-      { key: 'mean', label: 'mean', pick: gaugeMean('batchSize'), combine: 'mean' },
-      { key: 'min', label: 'min', pick: gaugeStat('batchSize', 'min'), combine: 'min' },
-      { key: 'max', label: 'max', pick: gaugeStat('batchSize', 'max'), combine: 'max' },
-    ],
-    format: count,
-  },
-  {
-    title: 'Tokens per second',
-    subtitle: 'prompt tokens in and generated tokens out, summed over replicas',
-    chart: 'tokens',
-    lines: [
-      { key: 'out', label: 'output tokens/s', pick: counterRate('outputTokens'), combine: 'sum' },
-      { key: 'in', label: 'input tokens/s', pick: counterRate('inputTokens'), combine: 'sum' },
-    ],
-    format: (v) => formatRate(v),
-  },
-  {
-    title: 'Preemptions',
-    subtitle: 'sequences evicted from the KV cache per second, summed over replicas',
-    chart: 'preemptions',
-    lines: [{ key: 'preemptions', label: 'preemptions/s', pick: counterRate('preemptions'), combine: 'sum' }],
-    format: (v) => formatRate(v),
-  },
-]
 
 /** Imported (server-bucket) latency histograms drawn per replica. */
 const IMPORTED = [
@@ -97,7 +33,7 @@ export interface SignalPanelsProps {
   readonly refreshMs: number
 }
 
-function lineStyle(spec: PanelSpec): SeriesLine[] {
+function lineStyle(spec: SignalPanelSpec): SeriesLine[] {
   return spec.lines.map((l, i) => ({ key: l.key, label: l.label, color: COLORS[i % COLORS.length]! }))
 }
 
@@ -160,7 +96,7 @@ export function SignalPanels({ query, slos, refreshMs }: SignalPanelsProps) {
             error={state.error}
             rows={rows}
             lines={lineStyle(spec)}
-            format={spec.format}
+            format={PANEL_FORMATS[spec.unit]}
             domain={domain}
           />
         ))}

@@ -124,7 +124,8 @@ export interface ReplicaStep {
 /**
  * The desired replica count over `[fromMs, toMs]` as a step line: the count before the first decision in the
  * range, then the setpoints after each decision that was not a failure (an observe-mode recommendation counts:
- * it is what the page shows as the setpoints), held until `toMs`. Empty when nothing says a count.
+ * the controller shows it as the setpoints), held until `toMs`. Without decisions in the range, the current
+ * setpoints across the whole range. Empty when nothing says a count.
  *
  * @example replicaSteps([{ time: '…', setpointsBefore: { desiredReplicas: 2 }, setpointsAfter: { desiredReplicas: 3 }, outcome: 'applied' }], null, 0, 60_000)
  * // [{ tMs: 0, desired: 2 }, { tMs: t, desired: 3 }, { tMs: 60000, desired: 3 }]
@@ -135,21 +136,20 @@ export function replicaSteps(
   fromMs: number,
   toMs: number,
 ): ReplicaStep[] {
-  const out: ReplicaStep[] = []
-  const first = decisions.find((d) => d.setpointsBefore)
-  if (first?.setpointsBefore) out.push({ tMs: fromMs, desired: first.setpointsBefore.desiredReplicas })
-  for (const d of decisions) {
-    const after = d.setpointsAfter
-    if (!after || d.outcome === 'failed') continue
+  const inRange = decisions.filter((d) => {
     const tMs = Date.parse(d.time)
-    if (!(tMs >= fromMs && tMs <= toMs)) continue
-    out.push({ tMs, desired: after.desiredReplicas })
-  }
-  const last = current?.setpoints?.desiredReplicas ?? out[out.length - 1]?.desired
-  if (last !== undefined) {
-    if (out.length === 0) out.push({ tMs: fromMs, desired: last })
-    out.push({ tMs: toMs, desired: last })
-  }
+    return tMs >= fromMs && tMs <= toMs
+  })
+  const out: ReplicaStep[] = []
+  const first = inRange.find((d) => d.setpointsBefore)
+  if (first?.setpointsBefore) out.push({ tMs: fromMs, desired: first.setpointsBefore.desiredReplicas })
+  for (const d of inRange)
+    if (d.setpointsAfter && d.outcome !== 'failed')
+      out.push({ tMs: Date.parse(d.time), desired: d.setpointsAfter.desiredReplicas })
+  const last = out[out.length - 1]?.desired ?? current?.setpoints?.desiredReplicas
+  if (last === undefined) return out
+  if (out.length === 0) out.push({ tMs: fromMs, desired: last })
+  out.push({ tMs: toMs, desired: last })
   return out
 }
 

@@ -208,3 +208,75 @@ export function lastValue(rows: readonly SignalRow[], key: string): number | nul
   }
   return null
 }
+
+/** One signal panel: its title, chart name, lines (how each is read and combined) and unit. */
+export interface SignalPanelSpec {
+  readonly title: string
+  readonly subtitle: string
+  readonly chart: string
+  readonly lines: ReadonlyArray<SignalLine & { readonly label: string }>
+  /** How values are written: counts, ratios (as %), or per-second rates. */
+  readonly unit: 'count' | 'ratio' | 'rate'
+}
+
+/**
+ * The signal panels of the service page: the signals the API carries, in page order. Each is drawn only when some series reports one
+ * of its lines. Fleet totals are summed over replicas; KV-cache use is the fullest replica's.
+ */
+export const SIGNAL_PANELS: readonly SignalPanelSpec[] = [
+  {
+    title: 'Running and waiting requests',
+    subtitle: 'sequences running and waiting, summed over replicas (mean per bucket)',
+    chart: 'running-waiting',
+    lines: [
+      { key: 'running', label: 'running', pick: gaugeMean('running'), combine: 'sum' },
+      { key: 'waiting', label: 'waiting', pick: gaugeMean('waiting'), combine: 'sum' },
+    ],
+    unit: 'count',
+  },
+  {
+    title: 'KV-cache use',
+    subtitle: 'the fullest replica (mean per bucket)',
+    chart: 'kv-cache',
+    lines: [{ key: 'kv', label: 'KV cache', pick: gaugeMean('kvCacheUsage'), combine: 'max' }],
+    unit: 'ratio',
+  },
+  {
+    title: 'Queue depth',
+    subtitle: 'requests in flight and queued at the proxy, summed over replicas',
+    chart: 'queue-depth',
+    lines: [
+      { key: 'queued', label: 'queued', pick: gaugeMean('queued'), combine: 'sum' },
+      { key: 'inFlight', label: 'in flight', pick: gaugeMean('inFlight'), combine: 'sum' },
+    ],
+    unit: 'count',
+  },
+  {
+    title: 'Batch size',
+    subtitle: 'dispatched batch size: smallest, mean and largest per bucket',
+    chart: 'batch-size',
+    lines: [
+      { key: 'mean', label: 'mean', pick: gaugeMean('batchSize'), combine: 'mean' },
+      { key: 'min', label: 'min', pick: gaugeStat('batchSize', 'min'), combine: 'min' },
+      { key: 'max', label: 'max', pick: gaugeStat('batchSize', 'max'), combine: 'max' },
+    ],
+    unit: 'count',
+  },
+  {
+    title: 'Tokens per second',
+    subtitle: 'prompt tokens in and generated tokens out, summed over replicas',
+    chart: 'tokens',
+    lines: [
+      { key: 'out', label: 'output tokens/s', pick: counterRate('outputTokens'), combine: 'sum' },
+      { key: 'in', label: 'input tokens/s', pick: counterRate('inputTokens'), combine: 'sum' },
+    ],
+    unit: 'rate',
+  },
+  {
+    title: 'Preemptions',
+    subtitle: 'sequences evicted from the KV cache per second, summed over replicas',
+    chart: 'preemptions',
+    lines: [{ key: 'preemptions', label: 'preemptions/s', pick: counterRate('preemptions'), combine: 'sum' }],
+    unit: 'rate',
+  },
+]
