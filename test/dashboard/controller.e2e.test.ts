@@ -7,8 +7,8 @@
  * controller` calls); requests and live signals are recorded by the agent's recorder, as its vLLM scrape
  * adapter records them, and posted through the report route.
  */
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import { createRecorder } from '../../agent/index.js'
 import { seededRandom } from '../../agent/demo/fleet.js'
 import { createControllerStore } from '../../collector/index.js'
@@ -24,7 +24,7 @@ import { lastValue, SIGNAL_PANELS, signalRows } from '../../dashboard/src/lib/si
 import type { RequestsResponse, SignalSeriesResponse } from '../../dashboard/src/lib/signals.js'
 import {
   browserTestsRun,
-  launchBrowser,
+  useBrowserAndBackend,
   openPage,
   screenshotter,
   startTestCollector,
@@ -257,11 +257,10 @@ async function startBackend(): Promise<Backend> {
 }
 
 describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
-  let backend: Backend
-  let browser: Browser
+  const ctx = useBrowserAndBackend(startBackend)
   const shot = screenshotter()
   const api = async <T>(path: string, token = READ): Promise<T> => {
-    const res = await fetch(`${backend.url}/api/v1/${path}`, {
+    const res = await fetch(`${ctx.backend.url}/api/v1/${path}`, {
       headers: { authorization: `Bearer ${token}` },
     })
     expect(res.status).toBe(200)
@@ -270,20 +269,11 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
   const controller = async (target: string): Promise<Controller> =>
     (await api<ControllersResponse>('controllers')).controllers.find((c) => c.target === target)!
   const signIn = async (token: string, route: string): Promise<WatchedPage> => {
-    const watched = await openPage(browser)
-    await watched.page.goto(`${backend.url}/#token=${encodeURIComponent(token)}&${route}`)
+    const watched = await openPage(ctx.browser)
+    await watched.page.goto(`${ctx.backend.url}/#token=${encodeURIComponent(token)}&${route}`)
     return watched
   }
   const dialog = (page: Page) => page.locator('[role="dialog"]')
-
-  beforeAll(async () => {
-    backend = await startBackend()
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await backend?.close()
-  })
 
   it('lists the controller targets with their mode, setpoints and troubled conditions', async () => {
     const { page, problems } = await signIn(READ, '/controllers')

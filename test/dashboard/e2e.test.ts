@@ -6,8 +6,7 @@
  *
  * Set TG_SCREENSHOT_DIR to keep screenshots of each page for a look at the layout.
  */
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Kysely } from 'kysely'
 import { buildCollector } from '../../collector/app.js'
 import { storeDatabase } from '../../collector/store/index.js'
@@ -24,7 +23,7 @@ import type { BreakdownResponse, TimeseriesResponse } from '../../dashboard/src/
 import {
   browserTestsRun,
   DIST,
-  launchBrowser,
+  useBrowserAndBackend,
   openPage as openWatchedPage,
   screenshotter,
   startTestCollector,
@@ -267,24 +266,13 @@ async function startEmptyBackend(): Promise<Backend> {
 // ---------------------------------------------------------------------------------------------------------
 
 describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
-  let backend: Backend
-  let browser: Browser
+  const ctx = useBrowserAndBackend(startBackend)
   const shot = screenshotter()
-  const openPage = () => openWatchedPage(browser)
-
-  beforeAll(async () => {
-    backend = await startBackend()
-    browser = await launchBrowser()
-  })
-
-  afterAll(async () => {
-    await browser?.close()
-    await backend?.close()
-  })
+  const openPage = () => openWatchedPage(ctx.browser)
 
   it('takes the token from the fragment, lists services, and shows a service with charts', async () => {
     const { page, urls, problems } = await openPage()
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${ctx.backend.url}/#token=${encodeURIComponent(ctx.backend.token)}`)
 
     // The list: both services with figures, the token gone from the address bar and from every request URL.
     const live = page.locator(`tr[data-service="${FLEET.live.service}"]`)
@@ -296,9 +284,9 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     expect(await live.textContent()).toContain(FLEET.live.model)
     expect(await live.locator('td.num').first().textContent()).toBe(String(FLEET.live.replicas.length))
     expect(await stale.locator('td.num').last().textContent()).toContain('2 h ago')
-    expect(page.url()).not.toContain(backend.token)
+    expect(page.url()).not.toContain(ctx.backend.token)
     expect(page.url()).not.toContain('token')
-    await expect.poll(() => storedToken(page)).toBe(backend.token)
+    await expect.poll(() => storedToken(page)).toBe(ctx.backend.token)
     expect(await page.locator('.topbar .brand').textContent()).toContain('tailguard')
     await shot(page, '1-list')
 
@@ -328,8 +316,8 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     // the 1 h range: a tile dividing by the whole hour would read half).
     const apiGet = async (path: string): Promise<unknown> =>
       (
-        await fetch(`${backend.url}/api/v1/${path}`, {
-          headers: { authorization: `Bearer ${backend.token}` },
+        await fetch(`${ctx.backend.url}/api/v1/${path}`, {
+          headers: { authorization: `Bearer ${ctx.backend.token}` },
         })
       ).json()
     const q = `service=${FLEET.live.service}&model=${FLEET.live.model}&from=-1h&to=now`
@@ -370,14 +358,14 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
       .waitFor({ state: 'attached' })
 
     // No request ever carried the token in its URL; no script errors.
-    expect(urls.filter((u) => u.includes(backend.token))).toEqual([])
+    expect(urls.filter((u) => u.includes(ctx.backend.token))).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })
 
   it('shows the empty state for a range without data, and the chart for one with data', async () => {
     const { page, problems } = await openPage()
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${ctx.backend.url}/#token=${encodeURIComponent(ctx.backend.token)}`)
     await page.locator(`tr[data-service="${FLEET.stale.service}"] a.service-link`).click()
     await page.waitForURL(/#\/service\/embed/)
     const latency = page.locator('section[aria-label="Latency: total"]')
@@ -403,8 +391,8 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
   it('lists the SLOs with their budget bars and shows one SLO with its charts', async () => {
     const { page, problems } = await openPage()
     const fromApi = async (name: string) => {
-      const res = await fetch(`${backend.url}/api/v1/slos/${name}`, {
-        headers: { authorization: `Bearer ${backend.token}` },
+      const res = await fetch(`${ctx.backend.url}/api/v1/slos/${name}`, {
+        headers: { authorization: `Bearer ${ctx.backend.token}` },
       })
       expect(res.status).toBe(200)
       return (await res.json()) as {
@@ -414,7 +402,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
         burnDown: unknown[]
       }
     }
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${ctx.backend.url}/#token=${encodeURIComponent(ctx.backend.token)}`)
     await page.locator('nav[aria-label="main"] a', { hasText: 'SLOs' }).click()
     await page.waitForURL(/#\/slos$/)
     await expect
@@ -480,14 +468,14 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await shot(page, '7-slo-detail')
 
     // Without SLOs, the list says how to add some.
-    await page.goto(`${backend.noSlosUrl!}/#token=${encodeURIComponent(backend.token)}&/slos`)
+    await page.goto(`${ctx.backend.noSlosUrl!}/#token=${encodeURIComponent(ctx.backend.token)}&/slos`)
     const empty = page.locator('section[aria-label="slos"]')
     await expect.poll(() => empty.getAttribute('data-state')).toBe('empty')
     expect(await empty.textContent()).toBe('No SLOs defined — see the README to add some')
     await shot(page, '8-no-slos')
 
     // An unknown SLO has its own error state.
-    await page.goto(`${backend.url}/#/slos/no-such-slo`)
+    await page.goto(`${ctx.backend.url}/#/slos/no-such-slo`)
     await expect
       .poll(() => page.locator('main [role="alert"]').textContent())
       .toBe('No SLO is named no-such-slo.')
@@ -497,7 +485,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('asks for a token when there is none, and shows the error for a bad one', async () => {
     const { page } = await openPage()
-    await page.goto(`${backend.url}/`)
+    await page.goto(`${ctx.backend.url}/`)
     const form = page.locator('form[aria-label="sign in"]')
     await form.waitFor()
     expect(await page.locator('tr[data-service]').count()).toBe(0)
@@ -509,7 +497,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     expect(await storedToken(page)).toBeNull()
     await shot(page, '5-bad-token')
 
-    await form.locator('input#token').fill(backend.token)
+    await form.locator('input#token').fill(ctx.backend.token)
     await form.locator('button[type="submit"]').click()
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
     await page.context().close()
@@ -517,14 +505,14 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('takes a token pasted into the fragment without a reload, and says when a page or service is not there', async () => {
     const { page, problems } = await openPage()
-    await page.goto(`${backend.url}/`)
+    await page.goto(`${ctx.backend.url}/`)
     await page.locator('form[aria-label="sign in"]').waitFor()
     // A token pasted into the open tab's fragment is taken at once and stripped from the address bar.
-    const withToken = `#token=${encodeURIComponent(backend.token)}&/slos`
+    const withToken = `#token=${encodeURIComponent(ctx.backend.token)}&/slos`
     await page.evaluate(`window.location.hash = ${JSON.stringify(withToken)}`)
     await expect.poll(() => page.url()).toMatch(/#\/slos$/)
     expect(page.url()).not.toContain('token')
-    await expect.poll(() => storedToken(page)).toBe(backend.token)
+    await expect.poll(() => storedToken(page)).toBe(ctx.backend.token)
     await page.locator('form[aria-label="sign in"]').waitFor({ state: 'detached' })
 
     // An unknown route says so (it used to show the services silently), with a link back.
@@ -544,7 +532,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('shows the GPU page: inventory, a chart per GPU, the XID and the process beside its replica', async () => {
     const { page, urls, problems } = await openPage()
-    await page.goto(`${backend.url}/#token=${encodeURIComponent(backend.token)}`)
+    await page.goto(`${ctx.backend.url}/#token=${encodeURIComponent(ctx.backend.token)}`)
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
     await page.locator('nav[aria-label="main"] a', { hasText: 'GPUs' }).click()
     await page.waitForURL(/#\/gpus$/)
@@ -603,7 +591,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await page.locator('[role="group"][aria-label="time range"] button', { hasText: '6h' }).click()
     await page.waitForURL(/#\/gpus\?range=6h$/)
     await charts.first().locator('svg path.recharts-line-curve').first().waitFor({ state: 'attached' })
-    expect(urls.filter((u) => u.includes(backend.token))).toEqual([])
+    expect(urls.filter((u) => u.includes(ctx.backend.token))).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })
@@ -628,7 +616,7 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
 
   it('shows the error for a bad token in the fragment', async () => {
     const { page } = await openPage()
-    await page.goto(`${backend.url}/#token=wrong`)
+    await page.goto(`${ctx.backend.url}/#token=wrong`)
     const alert = page.locator('form[aria-label="sign in"] [role="alert"]')
     await expect.poll(() => alert.textContent()).toBe('The collector refused the token: invalid bearer token')
     expect(page.url()).not.toContain('wrong')

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
+import { afterAll, beforeAll } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
@@ -55,6 +56,35 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-sync',
     ],
   })
+}
+
+/**
+ * A backend from `start` and a launched Chromium for the tests of the enclosing `describe` (started in
+ * `beforeAll`, closed in `afterAll`). Read `backend` and `browser` inside the tests.
+ *
+ * @example const ctx = useBrowserAndBackend(startBackend); it('…', async () => { await openPage(ctx.browser) })
+ */
+export function useBrowserAndBackend<B extends { close(): Promise<void> }>(
+  start: () => Promise<B>,
+): { readonly backend: B; readonly browser: Browser } {
+  let backend: B | undefined
+  let browser: Browser | undefined
+  beforeAll(async () => {
+    backend = await start()
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await backend?.close()
+  })
+  return {
+    get backend() {
+      return backend!
+    },
+    get browser() {
+      return browser!
+    },
+  }
 }
 
 /** A page with what it requested and every console error and page error it logged. */

@@ -1,15 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { FastifyInstance } from 'fastify'
-import { buildCollector } from '../../../collector/app.js'
-import { createStore } from '../../../collector/index.js'
-import type { Store } from '../../../collector/index.js'
+import { describe, expect, it } from 'vitest'
 import { requestPoint } from '../../../collector/routes/requests.js'
-import { createTestDatabase, testDialects } from '../../helpers/dialects.js'
-import type { TestDatabase } from '../../helpers/dialects.js'
+import { TEST_TOKENS, useTestCollector } from '../../helpers/collector-app.js'
+import { testDialects } from '../../helpers/dialects.js'
 import { makeReport } from '../../helpers/reports.js'
 
-const READ = 'read-token-0123456789abcdef'
-const AGENT = 'agent-token-0123456789abcdef'
+const { read: READ, agent: AGENT } = TEST_TOKENS
 const NOW = Date.parse('2026-11-23T12:00:00Z')
 const T0 = NOW - 10 * 60_000
 
@@ -35,32 +30,9 @@ describe('requestPoint', () => {
 
 for (const dialect of testDialects())
   describe(`${dialect}: GET /api/v1/requests`, () => {
-    let tdb: TestDatabase
-    let store: Store
-    let app: FastifyInstance
-    beforeEach(async () => {
-      tdb = await createTestDatabase(dialect)
-      store = await createStore({ url: tdb.url, retention: { '10s': null, '1m': null, '1h': null } })
-      app = await buildCollector(
-        {
-          tokens: [
-            { token: READ, scope: 'read' },
-            { token: AGENT, scope: 'agent' },
-          ],
-          reportBodyLimitBytes: 1 << 20,
-          bodyLimitBytes: 64 * 1024,
-        },
-        { store, clock: () => NOW },
-      )
-    })
-    afterEach(async () => {
-      await app.close()
-      await store.close()
-      await tdb.drop()
-    })
-
-    const get = (query: string, token = READ) =>
-      app.inject({ url: `/api/v1/requests?${query}`, headers: { authorization: `Bearer ${token}` } })
+    const c = useTestCollector(dialect, NOW)
+    const get = (query: string, token: string = READ) =>
+      c.app.inject({ url: `/api/v1/requests?${query}`, headers: { authorization: `Bearer ${token}` } })
 
     it('answers the outcomes per bucket of the selected series, leaving out buckets without requests', async () => {
       const reports = [
@@ -76,15 +48,7 @@ for (const dialect of testDialects())
           ],
         }),
       ]
-      for (const r of reports) {
-        const res = await app.inject({
-          method: 'POST',
-          url: '/api/v1/reports',
-          headers: { authorization: `Bearer ${AGENT}` },
-          payload: r,
-        })
-        expect(res.statusCode, res.body).toBe(200)
-      }
+      for (const r of reports) await c.post(r)
       const res = await get(`service=chat&from=${T0}&to=${NOW}&step=1m`)
       expect(res.statusCode, res.body).toBe(200)
       const body = res.json() as { stepMs: number; points: Array<Record<string, unknown>> }
