@@ -335,7 +335,16 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
       (await timeline.locator('path.recharts-line-curve').first().getAttribute('d'))?.length,
     ).toBeGreaterThan(100)
     expect(await timeline.textContent()).toContain(`SLO chat-latency ${formatMs(450)}`)
-    expect(await timeline.locator('.recharts-scatter-symbol').count()).toBe(apiDecisions.length)
+    // Each decision's dot carries its outcome and reason as its title (the tooltip on hover).
+    const titles = await timeline
+      .locator('circle.decision-dot')
+      .evaluateAll((cs) => cs.map((c) => [Number(c.getAttribute('data-decision')), c.textContent]))
+    expect(titles.map(([id]) => id)).toEqual(apiDecisions.map((d) => d.id))
+    for (const [id, title] of titles) {
+      const d = apiDecisions.find((x) => x.id === id)!
+      expect(title).toContain(`#${d.id} ${d.outcome}`)
+      expect(title).toContain(d.reason)
+    }
 
     // Request rate and the desired replicas: one step per decision that was not a failure, plus both ends.
     const rate = page.locator('[data-chart="rate-replicas"]')

@@ -4,6 +4,7 @@ import {
   describeAction,
   latencySlo,
   replicaSteps,
+  stepAt,
   targetSelector,
   timelineMarks,
 } from '../../dashboard/src/lib/controller.js'
@@ -95,22 +96,27 @@ describe('controller transforms', () => {
       { tMs: T0 + 60_000, desired: 4 },
     ])
     expect(replicaSteps([], { setpoints: null }, T0, T0 + 60_000)).toEqual([])
+    const steps = replicaSteps(decisions, null, T0, T0 + 60_000)
+    expect(
+      [T0 - 1, T0, T0 + 9_999, T0 + 10_000, T0 + 45_000, T0 + 60_000].map((t) => stepAt(steps, t)),
+    ).toEqual([null, 2, 2, 3, 2, 2])
   })
 
   it('marks decisions in time order with the p99 their observation saw', () => {
     const marks = timelineMarks([
-      { id: 2, time: iso(T0 + 5_000), outcome: 'skipped', observation: null },
+      { id: 2, time: iso(T0 + 5_000), outcome: 'skipped', reason: 'b', observation: null },
       {
         id: 1,
         time: iso(T0),
         outcome: 'applied',
+        reason: 'a',
         observation: { latencyMs: { e2e: { p50: 100, p99: 612 } } },
       },
-      { id: 3, time: 'not a time', outcome: 'applied', observation: null },
+      { id: 3, time: 'not a time', outcome: 'applied', reason: 'c', observation: null },
     ])
     expect(marks).toEqual([
-      { id: 1, tMs: T0, outcome: 'applied', p99Ms: 612 },
-      { id: 2, tMs: T0 + 5_000, outcome: 'skipped', p99Ms: null },
+      { id: 1, tMs: T0, outcome: 'applied', reason: 'a', p99Ms: 612 },
+      { id: 2, tMs: T0 + 5_000, outcome: 'skipped', reason: 'b', p99Ms: null },
     ])
   })
 

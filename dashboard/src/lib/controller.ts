@@ -153,28 +153,44 @@ export function replicaSteps(
   return out
 }
 
-/** Where a decision sits on the timeline: its time, outcome, and the p99 it saw (ms, null when unknown). */
+/**
+ * The value of a step line at `tMs`: the last step at or before it (null before the first).
+ *
+ * @example stepAt([{ tMs: 0, desired: 2 }, { tMs: 10, desired: 3 }], 12) // 3
+ */
+export function stepAt(steps: readonly ReplicaStep[], tMs: number): number | null {
+  let v: number | null = null
+  for (const s of steps) {
+    if (s.tMs > tMs) break
+    v = s.desired
+  }
+  return v
+}
+
+/** Where a decision sits on the timeline: its time, outcome, reason, and the p99 it saw (ms, null when unknown). */
 export interface TimelineMark {
   readonly id: number
   readonly tMs: number
   readonly outcome: string
+  readonly reason: string
   readonly p99Ms: number | null
 }
 
 /**
  * The decision marks of the timeline chart, in time order: the end-to-end p99 the decision's observation saw.
  *
- * @example timelineMarks([{ id: 1, time: '2026-01-01T00:00:00Z', outcome: 'applied', observation: { latencyMs: { e2e: { p50: 1, p99: 9 } } } }])
- * // [{ id: 1, tMs: 1767225600000, outcome: 'applied', p99Ms: 9 }]
+ * @example timelineMarks([{ id: 1, time: '2026-01-01T00:00:00Z', outcome: 'applied', reason: 'scale', observation: { latencyMs: { e2e: { p50: 1, p99: 9 } } } }])
+ * // [{ id: 1, tMs: 1767225600000, outcome: 'applied', reason: 'scale', p99Ms: 9 }]
  */
 export function timelineMarks(
-  decisions: readonly Pick<Decision, 'id' | 'time' | 'outcome' | 'observation'>[],
+  decisions: readonly Pick<Decision, 'id' | 'time' | 'outcome' | 'reason' | 'observation'>[],
 ): TimelineMark[] {
   return decisions
     .map((d) => ({
       id: d.id,
       tMs: Date.parse(d.time),
       outcome: d.outcome,
+      reason: d.reason,
       p99Ms: d.observation?.latencyMs?.['e2e']?.p99 ?? null,
     }))
     .filter((m) => Number.isFinite(m.tMs))

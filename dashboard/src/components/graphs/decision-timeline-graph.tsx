@@ -6,7 +6,6 @@ import {
   ReferenceLine,
   ResponsiveContainer,
   Scatter,
-  Tooltip,
   XAxis,
   YAxis,
 } from 'recharts'
@@ -20,6 +19,28 @@ import { ChartFrame } from '../chart-frame.js'
 import { thresholdLine } from './series-graph.js'
 import type { Threshold } from './series-graph.js'
 import { AXIS_STROKE, timeAxisProps, tooltipTime } from './time-axis.js'
+
+/**
+ * A decision's dot: its outcome's colour, and its time, outcome and reason as the SVG title (the browser's own
+ * tooltip, which also reaches screen readers).
+ */
+function DecisionDot(props: { cx?: number; cy?: number; mark?: TimelineMark }) {
+  const m = props.mark
+  if (!m || props.cx === undefined || props.cy === undefined) return <g />
+  return (
+    <circle
+      cx={props.cx}
+      cy={props.cy}
+      r={5}
+      fill={OUTCOME_COLORS[m.outcome] ?? AXIS_STROKE}
+      stroke="#1f2a44"
+      className="decision-dot"
+      data-decision={m.id}
+    >
+      <title>{`${tooltipTime()(m.tMs)} #${m.id} ${m.outcome} (p99 ${formatMs(m.p99Ms)}): ${m.reason}`}</title>
+    </circle>
+  )
+}
 
 /** The colour of a decision's outcome on the timeline and in the table. */
 export const OUTCOME_COLORS: Readonly<Record<string, string>> = {
@@ -40,8 +61,8 @@ export interface DecisionTimelineGraphProps {
 
 /**
  * The decision timeline: every decision as a vertical mark coloured by its outcome (applied, skipped in observe
- * mode, failed), over the service's p99 and the SLO threshold, with a dot at the p99 the decision saw. Hover a
- * dot for the decision; the table below the chart has each one's actions and reason.
+ * mode, failed), over the service's p99 and the SLO threshold, with a dot at the p99 the decision saw. Hovering
+ * a decision's dot shows its time, outcome and reason with their outcome and reason; the table below has each one's actions.
  *
  * @example <DecisionTimelineGraph decisions={d} latency={ts} threshold={{ y: 450, label: 'SLO' }} domain={[from, to]} />
  */
@@ -72,10 +93,6 @@ export function DecisionTimelineGraph({ decisions, latency, threshold, domain }:
                 fontSize={12}
                 width={72}
               />
-              <Tooltip
-                labelFormatter={tooltipTime()}
-                formatter={(v, name) => [typeof v === 'number' ? formatMs(v) : '–', name]}
-              />
               <Legend />
               {threshold ? thresholdLine(threshold) : null}
               {marks.map((m) => (
@@ -99,11 +116,12 @@ export function DecisionTimelineGraph({ decisions, latency, threshold, domain }:
               />
               {dots.length > 0 ? (
                 <Scatter
-                  data={dots.map((d) => ({ tMs: d.tMs, p99: d.p99Ms }))}
+                  data={dots.map((d) => ({ tMs: d.tMs, p99: d.p99Ms, mark: d }))}
                   dataKey="p99"
                   name="p99 the decision saw"
                   fill="#1f2a44"
                   isAnimationActive={false}
+                  shape={DecisionDot}
                 />
               ) : null}
             </ComposedChart>

@@ -12,6 +12,7 @@ import {
 import type { ApiState } from '../../hooks/use-api.js'
 import type { TimeseriesResponse } from '../../lib/api-types.js'
 import type { ReplicaStep } from '../../lib/controller.js'
+import { stepAt } from '../../lib/controller.js'
 import { formatRate } from '../../lib/format.js'
 import { timeseriesRows } from '../../lib/transforms.js'
 import { ChartFrame } from '../chart-frame.js'
@@ -36,6 +37,11 @@ export interface RateReplicasGraphProps {
 export function RateReplicasGraph({ rate, replicas, status, domain }: RateReplicasGraphProps) {
   const rows = rate?.response ? timeseriesRows(rate.response) : []
   const hasRate = rows.some((r) => r.count > 0)
+  // One data array for both series (recharts' tooltip reads every series at the hovered index): the desired
+  // replicas at each rate bucket, or the steps alone when there is no rate to draw.
+  const data: ReadonlyArray<{ tMs: number; desired: number | null; ratePerSecond?: number | null }> = hasRate
+    ? rows.map((r) => ({ ...r, desired: stepAt(replicas, r.tMs) }))
+    : replicas
   return (
     <ChartFrame
       title="Request rate and replicas"
@@ -47,7 +53,7 @@ export function RateReplicasGraph({ rate, replicas, status, domain }: RateReplic
       {() => (
         <div className="chart" data-chart="rate-replicas" data-replica-steps={replicas.length}>
           <ResponsiveContainer width="100%" height={220}>
-            <ComposedChart data={rows} margin={{ top: 8, right: 8, bottom: 0, left: 8 }}>
+            <ComposedChart data={[...data]} margin={{ top: 8, right: 8, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
               <XAxis {...timeAxisProps([domain[0], domain[1]])} />
               <YAxis
@@ -79,7 +85,6 @@ export function RateReplicasGraph({ rate, replicas, status, domain }: RateReplic
               />
               <Line
                 yAxisId="replicas"
-                data={[...replicas]}
                 type="stepAfter"
                 dataKey="desired"
                 name="desired replicas"
