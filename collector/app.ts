@@ -15,6 +15,7 @@ import { reportRoutes } from './routes/reports.js'
 import { queryRoutes } from './routes/query.js'
 import { gpuRoutes } from './routes/gpus.js'
 import { signalRoutes } from './routes/signals.js'
+import { requestRoutes } from './routes/requests.js'
 import { createFigureRoutes } from './routes/figures.js'
 import { createFleetRoutes } from './routes/fleet.js'
 import type { FigureRoutesOptions } from './routes/figures.js'
@@ -193,6 +194,7 @@ export async function buildCollector(
       await api.register(queryRoutes)
       await api.register(gpuRoutes)
       await api.register(signalRoutes)
+      await api.register(requestRoutes)
       await api.register(createFigureRoutes(deps.figures ?? { pricing: {}, latencySlos: () => [] }))
       await api.register(createFleetRoutes({ latencySlos: deps.figures?.latencySlos ?? (() => []) }))
       for (const plugin of deps.plugins ?? []) await api.register(plugin)

@@ -5,6 +5,8 @@ import { useRoute } from './hooks/use-route.js'
 import { useSharedRange } from './hooks/use-shared-range.js'
 import { AlertsPage } from './pages/alerts.js'
 import { FleetPage } from './pages/fleet.js'
+import { ControllerDetail } from './pages/controller-detail.js'
+import { ControllerList } from './pages/controllers.js'
 import { GpusPage } from './pages/gpus.js'
 import { NotFound } from './pages/not-found.js'
 import { ServiceDetail } from './pages/service-detail.js'
@@ -44,6 +46,10 @@ export function App() {
         <FleetPage route={route} navigate={navigate} />
       ) : route.page === 'alerts' ? (
         <AlertsPage route={route} navigate={navigate} />
+      ) : route.page === 'controllers' ? (
+        <ControllerList />
+      ) : route.page === 'controller' ? (
+        <ControllerDetail key={route.target} route={route} navigate={navigate} />
       ) : route.page === 'not-found' ? (
         <NotFound what={route.path} reason="The dashboard has no page at this address." />
       ) : (

@@ -6,16 +6,13 @@
  *
  * Set TG_SCREENSHOT_DIR to keep screenshots of each page for a look at the layout.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import type { Kysely } from 'kysely'
-import { afterAll, beforeAll } from 'vitest'
 import { buildCollector } from '../../collector/app.js'
 import { createStore, latencyThresholds } from '../../collector/index.js'
 import { storeDatabase } from '../../collector/store/index.js'
@@ -27,14 +24,19 @@ import type { Recorder } from '../../agent/index.js'
 import { seededRandom } from '../../agent/demo/fleet.js'
 import type { GpuReportItem } from '../../collector/index.js'
 
-export const CHROMIUM = '/usr/bin/chromium'
-export const DIST = fileURLToPath(new URL('../../dist/dashboard/', import.meta.url))
-export const RUN = existsSync(CHROMIUM) || Boolean(process.env.CI)
-if (!RUN) {
-  console.warn(
-    `dashboard e2e test skipped: ${CHROMIUM} is missing (install it with apt-get install -y chromium; in CI it must run)`,
-  )
-}
+import { DIST, browserTestsRun, screenshotter, useBrowserAndBackend } from './dashboard.js'
+
+export { CHROMIUM, DIST, openPage, launchBrowser as launchChromium } from './dashboard.js'
+
+/** Whether the Chromium tests run (Chromium installed, or CI, where it must be). */
+export const RUN = browserTestsRun('dashboard')
+
+/**
+ * Writes a full-page screenshot to `$TG_SCREENSHOT_DIR/<name>.png` when that variable is set, else does nothing.
+ *
+ * @example await screenshot(page, '1-list')
+ */
+export const screenshot = screenshotter()
 
 /**
  * What the backend must report (the contract for whatever {@link startBackend} runs): a live LLM service on
@@ -389,85 +391,11 @@ export async function startEmptyBackend(): Promise<Backend> {
 }
 
 /**
- * Headless Chromium for the dashboard tests; fails with how to build when dist/dashboard is missing.
- *
- * @example const browser = await launchChromium()
- */
-export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(join(DIST, 'index.html')))
-    throw new Error(`${DIST}index.html is missing: run npm run build before this test`)
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
-}
-
-/**
- * A new page (in its own context, 1280×900) that records every URL it requests and every page error and console
- * error it logs (401s, which the sign-in flow causes on purpose, left out).
- *
- * @example const { page, urls, problems } = await openPage(browser)
- */
-export async function openPage(
-  browser: Browser,
-): Promise<{ page: Page; urls: string[]; problems: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-  context.setDefaultTimeout(15_000)
-  const page = await context.newPage()
-  const urls: string[] = []
-  const problems: string[] = []
-  page.on('request', (r) => urls.push(r.url()))
-  page.on('pageerror', (e) => problems.push(e.message))
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().includes('401')) problems.push(m.text())
-  })
-  return { page, urls, problems }
-}
-
-/**
- * Writes a full-page screenshot to `$TG_SCREENSHOT_DIR/<name>.png` when that variable is set, else does nothing.
- *
- * @example await screenshot(page, '1-list')
- */
-export async function screenshot(page: Page, name: string): Promise<void> {
-  const dir = process.env.TG_SCREENSHOT_DIR
-  if (!dir) return
-  mkdirSync(dir, { recursive: true })
-  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true })
-}
-
-/**
  * Starts the full backend and Chromium before a test file's tests and closes both after them (vitest
  * `beforeAll`/`afterAll`); read them through the returned getters inside tests.
  *
  * @example const h = useDashboardHarness(); it('…', async () => { const { page } = await openPage(h.browser) })
  */
 export function useDashboardHarness(): { readonly backend: Backend; readonly browser: Browser } {
-  let backend: Backend | undefined
-  let browser: Browser | undefined
-  beforeAll(async () => {
-    backend = await startBackend()
-    browser = await launchChromium()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await backend?.close()
-  })
-  return {
-    get backend() {
-      return backend!
-    },
-    get browser() {
-      return browser!
-    },
-  }
+  return useBrowserAndBackend(startBackend)
 }

@@ -8,6 +8,11 @@ const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => b
   { label: 'SLOs', href: '#/slos', matches: (r) => r.page === 'slos' || r.page === 'slo' },
   { label: 'GPUs', href: '#/gpus', matches: (r) => r.page === 'gpus' },
   { label: 'Alerts', href: '#/alerts', matches: (r) => r.page === 'alerts' },
+  {
+    label: 'Controllers',
+    href: '#/controllers',
+    matches: (r) => r.page === 'controllers' || r.page === 'controller',
+  },
 ]
 
 /**

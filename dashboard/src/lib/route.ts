@@ -2,7 +2,8 @@
  * Hash routes of the dashboard (no router dependency): `#/` is the fleet overview, `#/services` the service list,
  * `#/alerts` the alerts page,
  * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99` a service's detail page, `#/slos` the SLO list
- * and `#/slos/<name>` one SLO. The API token may arrive
+ * and `#/slos/<name>` one SLO, `#/controllers` the controlled targets and `#/controllers/<target>` one of them.
+ * The API token may arrive
  * in the fragment once (`#token=…`); {@link takeToken} lifts it out so it never stays in the address bar.
  *
  * @example
@@ -64,8 +65,31 @@ export interface NotFoundRoute {
   readonly path: string
 }
 
+/** The list of controlled targets. */
+export interface ControllersRoute {
+  readonly page: 'controllers'
+}
+
+/** One controlled target: its decision timeline over a range, and the service its charts read when the name does not say. */
+export interface ControllerRoute {
+  readonly page: 'controller'
+  readonly target: string
+  readonly range: string
+  /** Empty string: the service the target's name gives. */
+  readonly service: string
+}
+
 export type Route =
-  ListRoute | FleetRoute | AlertsRoute | ServiceRoute | SlosRoute | SloRoute | GpuRoute | NotFoundRoute
+  | ListRoute
+  | FleetRoute
+  | AlertsRoute
+  | ServiceRoute
+  | SlosRoute
+  | SloRoute
+  | GpuRoute
+  | NotFoundRoute
+  | ControllersRoute
+  | ControllerRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
@@ -80,6 +104,8 @@ export function parseRoute(hash: string): Route {
   const [path = '', query = ''] = text.split('?', 2)
   const slo = parseSloPath(path)
   if (slo) return slo
+  const controller = parseControllerPath(path, query)
+  if (controller) return controller
   const ranged = parseRangedPath(path, query)
   if (ranged) return ranged
   const m = /^\/service\/([^/]+)\/?$/.exec(path)
@@ -123,6 +149,26 @@ function parseSloPath(path: string): SlosRoute | SloRoute | undefined {
   }
 }
 
+/** `/controllers` and `/controllers/<target>?range=&service=`; undefined for any other path. */
+function parseControllerPath(path: string, query: string): ControllersRoute | ControllerRoute | undefined {
+  if (/^\/controllers\/?$/.test(path)) return { page: 'controllers' }
+  const m = /^\/controllers\/([^/]+)\/?$/.exec(path)
+  if (!m) return undefined
+  let target: string
+  try {
+    target = decodeURIComponent(m[1] as string)
+  } catch {
+    return { page: 'controllers' }
+  }
+  const params = new URLSearchParams(query)
+  return {
+    page: 'controller',
+    target,
+    range: timeRange(params.get('range')).key,
+    service: params.get('service') ?? '',
+  }
+}
+
 /**
  * Writes a route as a location hash; picker values equal to their defaults are left out.
  *
@@ -133,6 +179,14 @@ export function formatRoute(route: Route): string {
   if (route.page === 'not-found') return `#${route.path}`
   if (route.page === 'slos') return '#/slos'
   if (route.page === 'slo') return `#/slos/${encodeURIComponent(route.name)}`
+  if (route.page === 'controllers') return '#/controllers'
+  if (route.page === 'controller') {
+    const params = new URLSearchParams()
+    if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)
+    if (route.service) params.set('service', route.service)
+    const query = params.toString()
+    return `#/controllers/${encodeURIComponent(route.target)}${query ? `?${query}` : ''}`
+  }
   if (route.page === 'gpus' || route.page === 'fleet' || route.page === 'alerts') {
     const path = route.page === 'fleet' ? '#/' : `#/${route.page}`
     return route.range === SERVICE_ROUTE_DEFAULTS.range ? path : `${path}?range=${route.range}`

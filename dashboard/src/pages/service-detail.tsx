@@ -1,14 +1,20 @@
 import { BreakdownGraph } from '../components/graphs/breakdown-graph.js'
+import { ErrorRateGraph } from '../components/graphs/error-rate-graph.js'
 import { LatencyGraph } from '../components/graphs/latency-graph.js'
 import { RequestRateGraph } from '../components/graphs/request-rate-graph.js'
 import { PhasePicker, QuantilePicker, TimeRangePicker } from '../components/pickers.js'
+import { SignalPanels } from '../components/signal-panels.js'
 import { LiveTiles } from '../components/tiles/live-tiles.js'
 import { RequestTiles } from '../components/tiles/request-tiles.js'
 import { useBreakdown } from '../hooks/use-breakdown.js'
 import { useNow } from '../hooks/use-now.js'
 import { useServices } from '../hooks/use-services.js'
+import { useSlos } from '../hooks/use-slos.js'
 import { useTimeseries } from '../hooks/use-timeseries.js'
+import { latencySlo } from '../lib/controller.js'
+import { formatMs } from '../lib/format.js'
 import type { ServiceRoute } from '../lib/route.js'
+import type { SloStatus } from '../lib/slo-types.js'
 import { timeRange } from '../lib/time-range.js'
 import { NotFound } from './not-found.js'
 import { dataSeconds, emptyRangeText, groupServices } from '../lib/transforms.js'
@@ -20,8 +26,9 @@ export interface ServiceDetailProps {
 }
 
 /**
- * One service (and model): request status tiles, the latency quantiles of a chosen phase over time, the
- * request rate, and the per-phase breakdown, for a chosen range and quantiles. Short ranges refresh every
+ * One service (and model): request status tiles, the latency quantiles of a chosen phase over time with its
+ * SLO threshold, the request rate, the error rate, TTFT and TPOT for LLM services, the per-phase breakdown,
+ * and the live signal panels, for a chosen range and quantiles. Short ranges refresh every
  * 10 s, longer ones every minute.
  *
  * @example <ServiceDetail route={route} navigate={navigate} />
@@ -34,6 +41,7 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
   const series = useTimeseries({ ...base, phase: route.phase }, refreshMs)
   const services = useServices(60_000)
   const nowMs = useNow(10_000)
+  const slos = useSlos(60_000).response?.slos ?? []
   const mine = groupServices(services.response?.services ?? []).filter(
     (g) => g.service === route.service && (!route.model || g.model === route.model),
   )
@@ -81,10 +89,62 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
         refreshMs={refreshMs}
       />
       <div className="grid">
-        <LatencyGraph state={series} phase={route.phase} rangeMs={range.durationMs} emptyText={emptyText} />
+        <LatencyGraph
+          state={series}
+          phase={route.phase}
+          rangeMs={range.durationMs}
+          emptyText={emptyText}
+          threshold={sloThreshold(slos, route.service, route.phase)}
+        />
         <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />
+        <ErrorRateGraph
+          query={{ service: route.service, model: route.model, from: range.from }}
+          slos={slos}
+          refreshMs={refreshMs}
+          emptyText={emptyText}
+        />
+        {['ttft', 'tpot']
+          .filter((p) => p !== route.phase && phases.includes(p))
+          .map((p) => (
+            <PhaseLatency key={p} route={route} phase={p} slos={slos} refreshMs={refreshMs} />
+          ))}
         <BreakdownGraph state={breakdown} quantiles={route.quantiles} emptyText={emptyText} />
       </div>
+      <SignalPanels
+        query={{ service: route.service, model: route.model, from: range.from }}
+        slos={slos}
+        refreshMs={refreshMs}
+      />
     </main>
+  )
+}
+
+/** The threshold line of the service's latency SLO for a phase, or null when none applies. */
+function sloThreshold(slos: readonly SloStatus[], service: string, phase: string) {
+  const slo = latencySlo(slos, service, phase)
+  return slo ? { y: slo.thresholdMs, label: `SLO ${slo.name} ${formatMs(slo.thresholdMs)}` } : null
+}
+
+/** The latency of one more phase (TTFT or TPOT of an LLM service) beside the chosen one, with its SLO line. */
+function PhaseLatency(props: {
+  route: ServiceRoute
+  phase: string
+  slos: readonly SloStatus[]
+  refreshMs: number
+}) {
+  const { route, phase } = props
+  const range = timeRange(route.range)
+  const state = useTimeseries(
+    { service: route.service, model: route.model, from: range.from, quantiles: route.quantiles, phase },
+    props.refreshMs,
+  )
+  return (
+    <LatencyGraph
+      state={state}
+      phase={phase}
+      rangeMs={range.durationMs}
+      chart={`latency-${phase}`}
+      threshold={sloThreshold(props.slos, route.service, phase)}
+    />
   )
 }

@@ -5,6 +5,8 @@ import { quantileColor } from '../../lib/colors.js'
 import { formatMs, quantileLabel } from '../../lib/format.js'
 import { hasTimeseriesData, quantileKey, timeseriesRows } from '../../lib/transforms.js'
 import { ChartFrame } from '../chart-frame.js'
+import { thresholdLine } from './series-graph.js'
+import type { Threshold } from './series-graph.js'
 import { timeAxisProps, tooltipTime } from './time-axis.js'
 
 /** Props of {@link LatencyGraph}. */
@@ -15,14 +17,19 @@ export interface LatencyGraphProps {
   readonly rangeMs: number
   /** Text of the empty state; defaults to "No data in this range". */
   readonly emptyText?: string
+  /** The latency SLO's threshold, drawn as a dashed line (the y axis stretches to show it). */
+  readonly threshold?: Threshold | null
+  /** `data-chart` of the chart element (default `latency`). */
+  readonly chart?: string
 }
 
 /**
- * One line per selected quantile of one phase over time (ms). Empty buckets break the lines.
+ * One line per selected quantile of one phase over time (ms), and the SLO threshold when one is given. Empty
+ * buckets break the lines.
  *
  * @example <LatencyGraph state={useTimeseries(q)} phase="total" rangeMs={3_600_000} />
  */
-export function LatencyGraph({ state, phase, rangeMs, emptyText }: LatencyGraphProps) {
+export function LatencyGraph({ state, phase, rangeMs, emptyText, threshold, chart }: LatencyGraphProps) {
   const ts = state.response
   const rows = ts ? timeseriesRows(ts) : []
   const empty = !ts || !hasTimeseriesData(ts)
@@ -36,7 +43,11 @@ export function LatencyGraph({ state, phase, rangeMs, emptyText }: LatencyGraphP
       empty={empty}
     >
       {() => (
-        <div className="chart" data-chart="latency">
+        <div
+          className="chart"
+          data-chart={chart ?? 'latency'}
+          {...(threshold ? { 'data-threshold': threshold.y } : {})}
+        >
           <ResponsiveContainer width="100%" height={280}>
             <LineChart data={rows} margin={{ top: 8, right: 16, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
@@ -52,6 +63,7 @@ export function LatencyGraph({ state, phase, rangeMs, emptyText }: LatencyGraphP
                 formatter={(v, name) => [formatMs(typeof v === 'number' ? v : null), name]}
               />
               <Legend />
+              {threshold ? thresholdLine(threshold) : null}
               {(ts?.quantiles ?? []).map((q) => (
                 <Line
                   key={q}
