@@ -31,6 +31,7 @@ import {
   storedToken,
 } from '../helpers/dashboard.js'
 import type { TestCollector, WatchedPage } from '../helpers/dashboard.js'
+import { seriousViolations } from '../helpers/dashboard.js'
 
 const RUN = browserTestsRun('controller dashboard')
 const INTERVAL_MS = 10_000
@@ -292,6 +293,7 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
     const other = page.locator(`tr[data-target="${OTHER_TARGET}"]`)
     expect(await other.textContent()).toContain('none yet')
     await shot(page, 'c1-controllers')
+    expect(await seriousViolations(page)).toEqual([])
     await chat.locator('a').click()
     await page.waitForURL(/#\/controllers\/chat$/)
     await page.locator('section[aria-label="Decisions"][data-state="ready"]').waitFor()
@@ -308,6 +310,7 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
     // The decision table: newest first, each with its reason, outcome and the detail of a failure.
     const table = page.locator('section[aria-label="Decisions"]')
     await expect.poll(() => table.getAttribute('data-state')).toBe('ready')
+    expect(await seriousViolations(page)).toEqual([])
     const rows = table.locator('tr[data-decision]')
     expect(
       await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-decision')))),
@@ -517,6 +520,7 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
     ).toBeCloseTo(newest.errorRatio!, 12)
     expect(await errors.textContent()).toContain(`SLO chat-availability allows ${formatPercent(0.005)}`)
     await shot(page, 'c5-signals')
+    expect(await seriousViolations(page)).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })

@@ -3,7 +3,8 @@
  * collector app on a real SQLite store in a temporary directory, fed through the report route as agents do.
  * `npm run build` must have built dist/dashboard first.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -216,4 +217,35 @@ export async function startTestCollector(opts: {
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+
+interface AxeViolation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: Array<{ target: unknown[]; failureSummary?: string }>
+}
+
+/**
+ * Runs axe-core on the page as it is and returns its serious and critical violations, described (empty when
+ * the page passes).
+ *
+ * @example expect(await seriousViolations(page)).toEqual([])
+ */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: AXE_SOURCE })
+  const violations = await page.evaluate<AxeViolation[]>(
+    `window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)`,
+  )
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${v.impact} ${v.id} (${v.help}): ${v.nodes
+          .slice(0, 3)
+          .map((n) => `${JSON.stringify(n.target)} ${n.failureSummary ?? ''}`)
+          .join(' | ')}`,
+    )
 }
