@@ -12,10 +12,15 @@ import { freePort } from '../helpers/ports.js'
 // The controller sees only what the agent reports; it must answer the step by tightening the admission caps,
 // and the time to first token the collector reports must end under the objective.
 //
-// Status (session 8): this test fails. After the step the ttft p99 climbs to 6-7 s (13× the objective) and stays
-// there, while every decision reads "predicted wait 0 ms (queue 0)" with a capacity of 300-900 req/s for a replica
-// that carries about 20: the policy keeps the caps relaxed and never sheds. On failure the test prints the ttft
-// p99 per 10 s and every decision, which is the evidence. See the report of branch `step`.
+// Status (session 8): this test fails, and the failure is the finding. 30 req/s is about twice what the replica
+// carries here: after the step the ttft p99 climbs to 5-15 s and stays there. The decisions show why the policy
+// does not answer in time: (1) the backlog sits in the model server, not in the proxy, so the observation has
+// queueDepth 0 with inFlight 255 against 16 slots, and the admission rule only looks at queueDepth; (2) the learned
+// capacity is 300-1300 req/s for a replica that carries about 18, so the Little's-law caps (3N, relaxed) never
+// bind; (3) the observation window is the collector's 10 s rollup, and its arrival rate counts completions, which
+// fall under overload (9.8 req/s seen for 30 offered). In one run of three the capacity estimate collapsed to 0
+// about 35 s after the step and the caps went to 16/8; in the others nothing bound within 45 s. On failure the
+// test prints the ttft p99 per 10 s, what the load got, and every decision, the last one in full.
 
 const ADMIN = 'admin-token-load-step-0123456789abcdef'
 const READ = 'read-token-load-step-0123456789abcdef'
@@ -199,7 +204,7 @@ controllers:
       ).body
     try {
       // Before the step: the policy learns (8 intervals) and its first decisions are applied.
-      await eventually(async () => (await decisions()).some((d) => d.outcome === 'applied'), 40_000, 1000)
+      await eventually(async () => (await decisions()).some((d) => d.outcome === 'applied'), 25_000, 1000)
       const before = await setpoints()
       expect(before.source).toBe('tailguard-controller/step-llm')
       // Not overloaded yet: both classes get the same (relaxed) cap.
@@ -216,10 +221,10 @@ controllers:
               Date.parse(d.time) > stepAt &&
               d.setpointsAfter.admission[1]!.maxConcurrency < d.setpointsAfter.admission[0]!.maxConcurrency,
           ),
-        45_000,
+        30_000,
         1000,
       )
-      expect(tightened.reason).toMatch(/predicted wait \d+ ms \(queue \d+\) > budget/)
+      expect(tightened.reason).toMatch(/predicted wait (\d+|∞) ms \(queue \d+\) > budget/)
       // Then the p99 the collector reports for the last 10 s is under the objective.
       const end = await eventually(
         async () => {
@@ -227,7 +232,7 @@ controllers:
           const r = await p99(now - 10_000, now)
           return r.count > 0 && (r.quantiles['0.99'] ?? Infinity) <= OBJECTIVE_MS ? r : null
         },
-        30_000,
+        20_000,
         2000,
       )
       expect(end.quantiles['0.99']).toBeLessThanOrEqual(OBJECTIVE_MS)
@@ -244,9 +249,11 @@ controllers:
           .map((d) => `${d.time} ${d.outcome} ${JSON.stringify(d.setpointsAfter.admission)} ${d.reason}`)
           .join('\n'),
       )
+      const all = await decisions()
+      console.log('last decision:', JSON.stringify(all[all.length - 1]))
       throw err
     } finally {
       await load.stop()
     }
-  }, 150_000)
+  }, 120_000)
 })
