@@ -1,5 +1,5 @@
 import { Option } from 'commander'
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -335,15 +335,82 @@ export const registerStart: RegisterCommand = (program, io) => {
         io.out(`  KEDA:       ${kedaPort!.host}:${keda.port} (external scaler; authToken = the read token)`)
       if (controller)
         io.out(`  decisions:  tailguard decisions --collector ${collector.url} --token ${tokens.read}`)
+      // The files shutdown must leave behind: the data directory and, for SQLite, the store file this process
+      // opened (by inode: a file recreated at the same path is not the one written to).
+      const storeFile = db.includes('://') ? null : db
+      const storeIno = storeFile ? inodeOf(storeFile) : null
+      // Shutdown is bounded: the parts that hold no data get a few seconds each (one that hangs, e.g. a model
+      // server that does not exit, is left behind), so that the agent's last reports and the store are always
+      // flushed; a last deadline covers those two.
+      let stage = 'the KEDA scaler'
+      const leftBehind: string[] = []
+      let deadline: NodeJS.Timeout | undefined
+      const bounded = async (name: string, stop: () => Promise<unknown> | undefined) => {
+        stage = name
+        let timer: NodeJS.Timeout | undefined
+        const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), STAGE_LIMIT_MS)))
+        const done = await Promise.race([Promise.resolve(stop()).then(() => 'done' as const), late])
+        clearTimeout(timer)
+        if (done === 'late') leftBehind.push(name)
+      }
       await untilSignal(async () => {
-        await keda?.close()
-        await controller?.stop()
-        demo?.stop()
-        await serving?.stop()
+        deadline = setTimeout(() => {
+          io.err(
+            `tailguard: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS / 1000} s (stuck stopping ${stage}); exiting without a clean flush`,
+          )
+          process.exit(1)
+        }, SHUTDOWN_DEADLINE_MS).unref()
+        await bounded('the KEDA scaler', () => keda?.close())
+        await bounded('the controller', () => controller?.stop())
+        await bounded('the demo', () => {
+          demo?.stop()
+          return serving?.stop()
+        })
+        stage = 'the agent (last reports)'
         await agent.stop()
+        stage = 'the collector (store)'
         await collector.stop()
       }, log)
+      clearTimeout(deadline)
+      // What was left behind may hold the event loop (a child that does not exit): exit once the line is out.
+      if (leftBehind.length > 0) setTimeout(() => process.exit(1), 500).unref()
+      const lost = unsavedData(dataDir, storeFile, storeIno)
+      if (lost) throw new CliError(lost, 1)
+      if (leftBehind.length > 0)
+        throw new CliError(
+          `stopping ${leftBehind.join(' and ')} took more than ${STAGE_LIMIT_MS / 1000} s: left behind; the agent's reports and the store were flushed`,
+          1,
+        )
     })
+}
+
+/** The inode of `file`, or null when there is none. */
+function inodeOf(file: string): number | null {
+  try {
+    return statSync(file).ino
+  } catch {
+    return null
+  }
+}
+
+/** The longest a part that holds no data (KEDA scaler, controller, demo) may take to stop. */
+const STAGE_LIMIT_MS = 3000
+
+/** The longest `tailguard start` takes to stop after SIGINT/SIGTERM before it gives up and exits 1. */
+const SHUTDOWN_DEADLINE_MS = 10_000
+
+/**
+ * Why what this run recorded could not be saved, or null: the data directory, or the SQLite file the store
+ * opened, was removed (or replaced) while the process ran. SQLite keeps writing to a removed file, so nothing
+ * fails before exit, and everything stored since is lost with it.
+ */
+function unsavedData(dataDir: string, storeFile: string | null, storeIno: number | null): string | null {
+  if (!existsSync(dataDir))
+    return `the data directory ${dataDir} was removed while tailguard ran: what it stored since (and the agent's last reports) could not be saved`
+  if (storeFile === null || storeIno === null) return null
+  if (inodeOf(storeFile) !== storeIno)
+    return `the store ${storeFile} was removed or replaced while tailguard ran: what it stored since could not be saved`
+  return null
 }
 
 /**
