@@ -85,9 +85,9 @@ export function gpuUtilizationReader(
 }
 
 /**
- * Live signals of a target summed over its series (contract 1): requests in service (the proxy's in-flight, else
- * an LLM server's running sequences) and queued (the proxy's queue, else the server's waiting requests), each last
- * and mean over the range; queued per priority class; mean and max batch size. Null when no source reports any.
+ * Live signals of a target summed over its series (contract 1): requests in service (an LLM server's running
+ * sequences, else the proxy's in-flight) and queued (the proxy's queue plus the requests waiting inside the
+ * server), each last and mean over the range; queued per priority class; mean and max batch size. Null when no source reports any.
  *
  * @example const signals = signalsReader(store); await signals({ service: 'chat' }, range) // { inFlight: { last: 12, mean: 9.5 }, … }
  */
@@ -105,14 +105,26 @@ export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<Observ
       const p = s.points[s.points.length - 1]
       if (p === undefined) continue
       const g = p.gauges
-      const busy = g.inFlight ?? g.running
-      const waiting = g.queued ?? g.waiting
+      // In service: what the server runs when it says so, else what the proxy has sent it. Waiting: the
+      // proxy's queue plus what waits inside the server, which it reports (`waiting`), or which is the part of
+      // the proxy's in-flight that the server is not running. A proxy in front of a server that queues
+      // internally has an empty queue of its own while hundreds of requests wait behind it.
+      const busy = g.running ?? g.inFlight
+      const insideServer =
+        g.waiting ??
+        (g.inFlight && g.running
+          ? {
+              last: Math.max(0, g.inFlight.last - g.running.last),
+              mean: Math.max(0, g.inFlight.mean - g.running.mean),
+            }
+          : undefined)
       if (busy) {
         inFlight.last += busy.last
         inFlight.mean += busy.mean
         seen = true
       }
-      if (waiting) {
+      for (const waiting of [g.queued, insideServer]) {
+        if (!waiting) continue
         queued.last += waiting.last
         queued.mean += waiting.mean
         seen = true

@@ -103,7 +103,8 @@ async function sqliteData(key: string, log: (line: string) => void): Promise<Fle
  * both dialects answer from the same data; generating twice through ingest would double a slow step).
  */
 async function postgresData(key: string, source: FleetData, log: (line: string) => void): Promise<FleetData> {
-  const schema = `tg_bench_${key}`.toLowerCase()
+  // An unquoted identifier: letters, digits and underscores only (the key carries a version like `v2-…`).
+  const schema = `tg_bench_${key}`.toLowerCase().replace(/[^a-z0-9_]/g, '_')
   const sep = TEST_PG_URL.includes('?') ? '&' : '?'
   const url = `${TEST_PG_URL}${sep}options=${encodeURIComponent(`-c search_path=${schema}`)}`
   const client = new pg.Client({ connectionString: TEST_PG_URL })

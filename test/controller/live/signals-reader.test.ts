@@ -15,7 +15,7 @@ async function send(store: Store, seq: number, replica: string, signals: object)
 for (const dialect of testDialects())
   describe(`${dialect}: the controller's signal summary from stored live signals`, () => {
     const db = useTestStore(dialect)
-    it('sums in-flight (or running) and queued (or waiting) over replicas, per class, and batch size', async () => {
+    it('sums running (or in-flight) and queued plus waiting over replicas, per class, and batch size', async () => {
       await send(db.store, 1, 'r0', {
         gauges: { running: stat(2, 3, 4, 4), waiting: stat(1, 1, 1, 1), batchSize: stat(4, 6, 8, 8) },
         sources: ['scrape:vllm'],
@@ -36,5 +36,28 @@ for (const dialect of testDialects())
         batchSize: { mean: 6, max: 8 },
       })
       expect(await read({ service: 'other' }, { fromMs: T0, toMs: T0 + 60_000 })).toBeNull()
+    })
+
+    it('counts what waits inside a server behind a proxy whose own queue is empty', async () => {
+      // The load-step finding: a proxy with 255 requests in flight to a server running 16 and queueing the
+      // rest itself has queued 0; the server's backlog is the queue the policy must see.
+      await send(db.store, 1, 'r0', {
+        gauges: {
+          inFlight: stat(255, 200, 255, 255),
+          queued: stat(0, 0, 0, 0),
+          running: stat(16, 16, 16, 16),
+          waiting: stat(239, 184, 239, 239),
+        },
+        sources: ['proxy', 'scrape:vllm'],
+      })
+      // No `waiting` from the server: the part of the proxy's in-flight it is not running waits in it.
+      await send(db.store, 2, 'r1', {
+        gauges: { inFlight: stat(40, 30, 40, 40), queued: stat(2, 1, 2, 2), running: stat(8, 8, 8, 8) },
+        sources: ['proxy', 'scrape:vllm'],
+      })
+      const read = signalsReader(db.store)
+      const s = await read({ service: 'chat' }, { fromMs: T0, toMs: T0 + 60_000 })
+      expect(s?.inFlight).toEqual({ last: 24, mean: 24 })
+      expect(s?.queued).toEqual({ last: 239 + 2 + 32, mean: 184 + 1 + 22 })
     })
   })
