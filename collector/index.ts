@@ -127,6 +127,7 @@ export {
   portArg,
   untilSignal,
   withCommonOptions,
+  collectorCommand,
   registerCollector,
   registerMigrate,
 } from './cli/index.js'
