@@ -106,7 +106,7 @@ export type {
 export { formatResultsTable, renderHtmlReport } from './sim/report.js'
 export type { Scenario } from './sim/report.js'
 export { registerSim } from './cli/sim.js'
-export { createWhatifRoutes, WhatifBusy, WhatifTimeout } from './sim/routes.js'
+export { createWhatifRoutes } from './sim/routes.js'
 export {
   planWhatif,
   runWhatif,

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { BadRequest, packageRoot, TailguardError } from '../../collector/index.js'
+import { BadRequest, packageRoot, WhatifBusy, WhatifTimeout } from '../../collector/index.js'
 import {
   planWhatif,
   runWhatif,
@@ -17,18 +17,6 @@ import {
 import type { WhatifAnswer } from './whatif.js'
 import type { PolicyName } from './scenario.js'
 import type { SimFlags, Workload } from './workload.js'
-
-/** Another what-if is running on this collector (one at a time: each can use a CPU core for seconds). */
-export class WhatifBusy extends TailguardError {
-  readonly code = 'TG_ERR_WHATIF_BUSY'
-  readonly statusCode = 429
-}
-
-/** A what-if ran past its time limit and was stopped. */
-export class WhatifTimeout extends TailguardError {
-  readonly code = 'TG_ERR_WHATIF_TIMEOUT'
-  readonly statusCode = 503
-}
 
 /** Where the compiled worker is: next to this module when it runs from dist/, else dist/ from the sources. */
 function workerPath(): string | null {
