@@ -207,4 +207,39 @@ describe('POST /api/v1/whatif', () => {
     expect([a.statusCode, b.statusCode].sort()).toEqual([200, 429])
     expect((a.statusCode === 429 ? a : b).json().code).toBe('TG_ERR_WHATIF_BUSY')
   })
+
+  it('stops a run past its time limit: 503 TG_ERR_WHATIF_TIMEOUT, and the next run is served', async () => {
+    const slow = await buildCollector(
+      {
+        tokens: [{ token: ADMIN, scope: 'admin' }],
+        reportBodyLimitBytes: 1 << 20,
+        bodyLimitBytes: 64 * 1024,
+      },
+      { store, plugins: [createWhatifRoutes({ timeoutMs: 50 })] },
+    )
+    try {
+      const body = {
+        workload: { kind: 'pattern', pattern: 'poisson', rps: 200, durationS: 1200 },
+        policies: ['static', 'hpa', 'keda'],
+      }
+      const res = await slow.inject({
+        method: 'POST',
+        url: '/api/v1/whatif',
+        headers: { authorization: `Bearer ${ADMIN}` },
+        payload: body,
+      })
+      expect(res.statusCode).toBe(503)
+      expect(res.json().code).toBe('TG_ERR_WHATIF_TIMEOUT')
+      // The limit freed the slot: another run is not refused as busy.
+      const again = await slow.inject({
+        method: 'POST',
+        url: '/api/v1/whatif',
+        headers: { authorization: `Bearer ${ADMIN}` },
+        payload: { ...body, workload: { ...body.workload, durationS: 1 } },
+      })
+      expect(again.json().code).not.toBe('TG_ERR_WHATIF_BUSY')
+    } finally {
+      await slow.close()
+    }
+  })
 })
