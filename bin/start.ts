@@ -37,6 +37,7 @@ import {
   AZURE_TRACE_ATTRIBUTION,
   DEFAULT_KEDA_PORT,
   createAutoscaleRoutes,
+  createWhatifRoutes,
   createRecommendationBoard,
   parseAzureTrace,
   runController,
@@ -234,7 +235,7 @@ export const registerStart: RegisterCommand = (program, io) => {
       // port and the KEDA external scaler.
       const board = createRecommendationBoard()
       const collector = await listening(collectorPort, () =>
-        runCollector(cfg, log, { plugins: [createAutoscaleRoutes(board)] }),
+        runCollector(cfg, log, { plugins: [createAutoscaleRoutes(board), createWhatifRoutes()] }),
       )
       let agent: Awaited<ReturnType<typeof runAgent>>
       try {

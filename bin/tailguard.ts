@@ -6,21 +6,21 @@
 import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
-import {
-  CliError,
-  packageVersion,
-  processIO,
-  registerCollector,
-  registerMigrate,
-} from '../collector/index.js'
+import { CliError, packageVersion, collectorCommand, processIO, registerMigrate } from '../collector/index.js'
 import type { CliIO, RegisterCommand } from '../collector/index.js'
 import { registerAgent, registerDeadLetter, registerScrape, registerServeModel } from '../agent/index.js'
-import { registerController, registerDecisions, registerSim } from '../controller/index.js'
+import {
+  createWhatifRoutes,
+  registerController,
+  registerDecisions,
+  registerSim,
+} from '../controller/index.js'
 import { registerStart } from './start.js'
 
 const COMMANDS: readonly RegisterCommand[] = [
   registerStart,
-  registerCollector,
+  // The controller's what-if route joins the collector's API (the collector itself imports no controller code).
+  collectorCommand({ plugins: [createWhatifRoutes()] }),
   registerAgent,
   registerServeModel,
   registerScrape,

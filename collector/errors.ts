@@ -125,6 +125,17 @@ export class NoUpstream extends TailguardError {
 }
 
 /** Every error class, for the README check. */
+/** Another what-if simulation is running on this collector (`POST /api/v1/whatif` runs one at a time). */
+export class WhatifBusy extends TailguardError {
+  readonly code = 'TG_ERR_WHATIF_BUSY'
+  readonly statusCode = 429
+}
+/** A what-if simulation ran past its time limit and was stopped. */
+export class WhatifTimeout extends TailguardError {
+  readonly code = 'TG_ERR_WHATIF_TIMEOUT'
+  readonly statusCode = 503
+}
+
 export const ERROR_CLASSES = [
   BadRequest,
   Unauthorized,
@@ -148,4 +159,6 @@ export const ERROR_CLASSES = [
   NoUpstream,
   SeriesNotFound,
   ControllerNotFound,
+  WhatifBusy,
+  WhatifTimeout,
 ] as const

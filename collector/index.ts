@@ -127,6 +127,7 @@ export {
   portArg,
   untilSignal,
   withCommonOptions,
+  collectorCommand,
   registerCollector,
   registerMigrate,
 } from './cli/index.js'
@@ -135,7 +136,7 @@ export { runCollector } from './run.js'
 export { serverTimeoutOptions, answerClientError, DEFAULT_SERVER_TIMEOUTS } from './http-limits.js'
 export type { ServerTimeouts } from './http-limits.js'
 export { packageRoot, packageVersion } from './paths.js'
-export { BadRequest, NotFound, TailguardError } from './errors.js'
+export { BadRequest, NotFound, TailguardError, WhatifBusy, WhatifTimeout } from './errors.js'
 export { createTokenAuth } from './auth.js'
 export type { Scope, TokenEntry } from './auth.js'
 export { createControllerStore, CONDITION_TYPES } from './controllers/persistence.js'

@@ -106,6 +106,17 @@ export type {
 export { formatResultsTable, renderHtmlReport } from './sim/report.js'
 export type { Scenario } from './sim/report.js'
 export { registerSim } from './cli/sim.js'
+export { createWhatifRoutes } from './sim/routes.js'
+export {
+  planWhatif,
+  runWhatif,
+  coinciding,
+  WhatifRequestSchema,
+  WhatifAnswerSchema,
+  WHATIF_MAX_REQUESTS,
+  WHATIF_MAX_TRACE_BYTES,
+} from './sim/whatif.js'
+export type { WhatifRequest, WhatifAnswer } from './sim/whatif.js'
 export {
   createRecommendationBoard,
   AUTOSCALE_METRICS,

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify'
 import type { RegisterCommand } from './command.js'
 import {
   assertPortsFree,
@@ -21,8 +22,26 @@ interface CollectorFlags {
   metricsPublic?: boolean
 }
 
+/**
+ * `tailguard collector` with route plugins of other parts (the composition root passes the controller's
+ * what-if route): report ingest, storage, query API, /metrics and the dashboard.
+ *
+ * @example collectorCommand({ plugins: [createWhatifRoutes()] })(program, io)
+ */
+export function collectorCommand(
+  extra: { plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>> } = {},
+): RegisterCommand {
+  return (program, io) => registerCollectorWith(program, io, extra.plugins ?? [])
+}
+
 /** `tailguard collector`: report ingest, storage, query API, /metrics and the dashboard. */
-export const registerCollector: RegisterCommand = (program, io) => {
+export const registerCollector: RegisterCommand = collectorCommand()
+
+function registerCollectorWith(
+  program: Parameters<RegisterCommand>[0],
+  io: Parameters<RegisterCommand>[1],
+  plugins: ReadonlyArray<(app: FastifyInstance) => Promise<void>>,
+): void {
   withCommonOptions(
     program
       .command('collector')
@@ -56,7 +75,7 @@ export const registerCollector: RegisterCommand = (program, io) => {
       const log = makeLogger(flags.logLevel, cfg.log.format)
       const claim = { host: cfg.collector.host, port: cfg.collector.port, flag: '--port' }
       await assertPortsFree([claim]) // before the store opens: a busy port prints one line and starts nothing
-      const running = await listening(claim, () => runCollector(cfg, log))
+      const running = await listening(claim, () => runCollector(cfg, log, { plugins }))
       io.out(`tailguard collector listening on ${running.url} (store: ${running.store.dialect})`)
       await untilSignal(running.stop, log)
     })

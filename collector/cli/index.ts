@@ -12,5 +12,5 @@ export {
   withCommonOptions,
 } from './options.js'
 export type { PortClaim } from './options.js'
-export { registerCollector } from './collector.js'
+export { collectorCommand, registerCollector } from './collector.js'
 export { registerMigrate } from './migrate.js'

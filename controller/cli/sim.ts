@@ -3,124 +3,18 @@ import { resolve } from 'node:path'
 import { Option } from 'commander'
 import { AZURE_TRACE_ATTRIBUTION, shippedTracePath } from '../sim/trace.js'
 import { scanTraceFile } from '../sim/trace-file.js'
-import {
-  createBaselinePolicy,
-  createTailguardPolicy,
-  findReplicas,
-  peakProvisionedReplicas,
-  POLICIES,
-  TAILGUARD_PARTS,
-} from '../sim/scenario.js'
-import type { PolicyName, ReplicaTarget, BASELINE_POLICIES } from '../sim/scenario.js'
+import { findReplicas, POLICIES, TAILGUARD_PARTS } from '../sim/scenario.js'
+import type { PolicyName, ReplicaTarget } from '../sim/scenario.js'
 import { tailguardOptionsFromConfig } from '../policies/tailguard/options.js'
 import type { TailguardOptions } from '../policies/tailguard/index.js'
-import type { Policy } from '../policy.js'
 import { formatResultsTable, renderHtmlReport } from '../sim/report.js'
 import type { Scenario } from '../sim/report.js'
 import { runSimulation } from '../sim/simulator.js'
-import type { ReplicaModel, ServiceNoise, SimConfig, SimResult } from '../sim/simulator.js'
-import type { ArrivalSpec } from '../sim/arrivals.js'
+import type { SimConfig, SimResult } from '../sim/simulator.js'
+import { buildConfig, num, PATTERNS, policyRuns, synthetic } from '../sim/workload.js'
+import type { Pattern, SimFlags, Workload } from '../sim/workload.js'
 import { CliError, loadConfig } from '../../collector/index.js'
 import type { CliIO, RegisterCommand } from '../../collector/index.js'
-
-const PATTERNS = ['poisson', 'mmpp', 'diurnal', 'step'] as const
-type Pattern = (typeof PATTERNS)[number]
-
-/** Raw commander options (strings until validated). */
-interface SimFlags {
-  trace?: string
-  pattern?: string
-  timeScale: string
-  rps: string
-  duration: string
-  requests?: string
-  model?: string
-  serviceMs: string
-  perItemMs: string
-  noise: string
-  prefillMsPerToken: string
-  decodeStepMs: string
-  decodeMsPerSeq: string
-  kvTokens: string
-  kv: string
-  kvBlockTokens: string
-  windowMs?: string
-  maxBatch?: string
-  replicas?: string
-  minReplicas: string
-  maxReplicas: string
-  coldStartS: string
-  warmupS: string
-  classes: string
-  deadlineMs?: string
-  maxQueue?: string
-  maxConcurrency?: string
-  sloP99Ms?: string
-  sloTtftMs?: string
-  sloTpotMs?: string
-  objective: string
-  policy: string
-  seed: string
-  json?: boolean
-  report?: string
-  findReplicas?: boolean
-  targetMetric: string
-  hpaTarget: string
-  kedaQueueTarget: string
-  kpaConcurrency?: string
-  gpuHourUsd?: string
-  progress: boolean
-  controlIntervalMs: string
-  observeMissing?: string
-  observeStaleS?: string
-  tgHeadroom?: string
-  tgColdStartS?: string
-  tgNPlusOne?: boolean
-  tgScaleDownAfterS?: string
-  tgScaleDownStepS?: string
-  tgQueueShare?: string
-  tgOutputTail?: string
-  tgOff?: string
-  tgAblation?: boolean
-  config?: string
-}
-
-function num(
-  flag: string,
-  raw: string | undefined,
-  o: { min?: number; integer?: boolean; gt?: number } = {},
-): number {
-  const v = Number(raw)
-  const bad =
-    raw === undefined ||
-    raw.trim() === '' ||
-    !Number.isFinite(v) ||
-    (o.integer === true && !Number.isInteger(v)) ||
-    (o.min !== undefined && v < o.min) ||
-    (o.gt !== undefined && v <= o.gt)
-  if (bad) {
-    const what = `${o.integer ? 'an integer' : 'a number'}${o.min !== undefined ? ` ≥ ${o.min}` : ''}${o.gt !== undefined ? ` > ${o.gt}` : ''}`
-    throw new CliError(`${flag}: expected ${what}, got "${raw ?? ''}"`)
-  }
-  return v
-}
-
-function parseNoise(raw: string): ServiceNoise {
-  if (raw === 'none') return { kind: 'none' }
-  if (raw === 'exponential') return { kind: 'exponential' }
-  const m = /^lognormal:(.+)$/.exec(raw)
-  if (m) return { kind: 'lognormal', cv: num('--noise lognormal:CV', m[1], { min: 0 }) }
-  throw new CliError(`--noise: expected none, exponential or lognormal:CV (e.g. lognormal:0.3), got "${raw}"`)
-}
-
-/** One workload to simulate: its arrival spec, name, description and attribution. */
-interface Workload {
-  readonly name: string
-  readonly spec: ArrivalSpec
-  readonly description: string
-  readonly attribution?: string
-  readonly llmDefault: boolean
-}
 
 function loadTrace(path: string, timeScale: number): Workload {
   // Streamed: a first pass validates and measures the file, each run reads it again (constant memory).
@@ -141,54 +35,6 @@ function loadTrace(path: string, timeScale: number): Workload {
     description: `${n.toLocaleString('en-US')} requests over ${(stats.durationMs / 60_000 / timeScale).toFixed(1)} min (time scale ×${timeScale})`,
     attribution: AZURE_TRACE_ATTRIBUTION,
     llmDefault: true,
-  }
-}
-
-function synthetic(
-  pattern: Pattern,
-  rps: number,
-  durationMs: number,
-  maxRequests: number | undefined,
-): Workload {
-  const limits = { durationMs, ...(maxRequests !== undefined ? { maxRequests } : {}) }
-  const span = `${(durationMs / 60_000).toFixed(0)} min`
-  switch (pattern) {
-    case 'poisson':
-      return {
-        name: 'poisson',
-        spec: { kind: 'poisson', rps, ...limits },
-        description: `${rps} req/s for ${span}`,
-        llmDefault: false,
-      }
-    case 'mmpp':
-      return {
-        name: 'mmpp',
-        spec: { kind: 'mmpp', rps: [rps * 0.5, rps * 2.5], meanDwellMs: [60_000, 20_000], ...limits },
-        description: `bursty, ${rps * 0.5} req/s (mean 60 s) ⇄ ${rps * 2.5} req/s (mean 20 s), mean ${rps} req/s, ${span}`,
-        llmDefault: false,
-      }
-    case 'diurnal':
-      return {
-        name: 'diurnal',
-        spec: { kind: 'diurnal', meanRps: rps, amplitude: 0.6, periodMs: durationMs, ...limits },
-        description: `mean ${rps} req/s ± 60%, one cycle over ${span}`,
-        llmDefault: false,
-      }
-    case 'step':
-      return {
-        name: 'step',
-        spec: {
-          kind: 'step',
-          steps: [
-            { atMs: 0, rps },
-            { atMs: durationMs / 3, rps: rps * 3 },
-            { atMs: (2 * durationMs) / 3, rps },
-          ],
-          ...limits,
-        },
-        description: `${rps} → ${rps * 3} req/s at ${span}/3, back at 2/3`,
-        llmDefault: false,
-      }
   }
 }
 
@@ -260,89 +106,6 @@ function progressBar(io: CliIO, enabled: boolean): { update(label: string, f: nu
       last = -1
     },
   }
-}
-
-/** Builds the simulation config for one workload from validated flags. */
-function buildConfig(w: Workload, f: SimFlags): { config: SimConfig; llm: boolean } {
-  const model = f.model ?? (w.llmDefault ? 'llm' : 'batch')
-  if (model !== 'llm' && model !== 'batch')
-    throw new CliError(`--model: expected batch or llm, got "${model}"`)
-  const llm = model === 'llm'
-  const noise = parseNoise(f.noise)
-  const replica: ReplicaModel = llm
-    ? {
-        kind: 'llm',
-        prefillMsPerToken: num('--prefill-ms-per-token', f.prefillMsPerToken, { min: 0 }),
-        decodeStepMs: num('--decode-step-ms', f.decodeStepMs, { gt: 0 }),
-        decodeMsPerSeq: num('--decode-ms-per-seq', f.decodeMsPerSeq, { min: 0 }),
-        kvCapacityTokens: num('--kv-tokens', f.kvTokens, { gt: 0 }),
-        kv:
-          f.kv === 'paged'
-            ? {
-                kind: 'paged',
-                blockTokens: num('--kv-block-tokens', f.kvBlockTokens, { min: 1, integer: true }),
-              }
-            : { kind: 'reserve' },
-        noise,
-      }
-    : {
-        kind: 'batch',
-        service: {
-          fixedMs: num('--service-ms', f.serviceMs, { min: 0 }),
-          perItemMs: num('--per-item-ms', f.perItemMs, { min: 0 }),
-        },
-        noise,
-      }
-  const shares = f.classes.split(',').map((s) => num('--classes', s, { gt: 0 }))
-  const maxQueue =
-    f.maxQueue !== undefined
-      ? num('--max-queue', f.maxQueue, { min: 0, integer: true })
-      : Number.MAX_SAFE_INTEGER
-  const maxConcurrency =
-    f.maxConcurrency !== undefined
-      ? num('--max-concurrency', f.maxConcurrency, { min: 1, integer: true })
-      : Number.MAX_SAFE_INTEGER
-  const sloMs = f.sloP99Ms !== undefined ? num('--slo-p99-ms', f.sloP99Ms, { gt: 0 }) : llm ? 30_000 : 100
-  const missing = f.observeMissing !== undefined ? num('--observe-missing', f.observeMissing, { min: 0 }) : 0
-  if (missing >= 1)
-    throw new CliError(`--observe-missing: expected a share below 1, got "${f.observeMissing}"`)
-  const staleMs =
-    f.observeStaleS !== undefined ? num('--observe-stale-s', f.observeStaleS, { min: 0 }) * 1000 : 0
-  const config: SimConfig = {
-    seed: num('--seed', f.seed, { integer: true, min: 0 }),
-    controlIntervalMs: num('--control-interval-ms', f.controlIntervalMs, { gt: 0 }),
-    ...(missing > 0 || staleMs > 0 ? { observationFaults: { missingShare: missing, staleMs } } : {}),
-    arrivals: w.spec,
-    replica,
-    initial: {
-      batchWindowMs: f.windowMs !== undefined ? num('--window-ms', f.windowMs, { min: 0 }) : llm ? 0 : 10,
-      maxBatch:
-        f.maxBatch !== undefined ? num('--max-batch', f.maxBatch, { min: 1, integer: true }) : llm ? 64 : 16,
-      admission: shares.map(() => ({ maxQueue, maxConcurrency })),
-      desiredReplicas: 1,
-    },
-    slo: {
-      e2eMs: sloMs,
-      ...(f.sloTtftMs !== undefined ? { ttftMs: num('--slo-ttft-ms', f.sloTtftMs, { gt: 0 }) } : {}),
-      ...(f.sloTpotMs !== undefined ? { tpotMs: num('--slo-tpot-ms', f.sloTpotMs, { gt: 0 }) } : {}),
-      objective: num('--objective', f.objective, { gt: 0 }),
-    },
-    coldStart: {
-      loadMs: num('--cold-start-s', f.coldStartS, { min: 0 }) * 1000,
-      warmupMs: num('--warmup-s', f.warmupS, { min: 0 }) * 1000,
-    },
-    warmPoolMin: num('--min-replicas', f.minReplicas, { min: 0, integer: true }),
-    maxReplicas: num('--max-replicas', f.maxReplicas, { min: 1, integer: true }),
-    classShares: shares,
-    ...(f.deadlineMs !== undefined ? { deadlineMs: num('--deadline-ms', f.deadlineMs, { gt: 0 }) } : {}),
-  }
-  if ((config.slo.objective ?? 0.99) >= 1)
-    throw new CliError(`--objective: expected a share below 1, got "${f.objective}"`)
-  const replicas =
-    f.replicas !== undefined
-      ? num('--replicas', f.replicas, { min: 1, integer: true })
-      : peakProvisionedReplicas(config)
-  return { config: { ...config, initial: { ...config.initial, desiredReplicas: replicas } }, llm }
 }
 
 /**
@@ -594,32 +357,7 @@ function runSim(f: SimFlags, io: CliIO): void {
     // Flags override the file.
     const tg: TailguardOptions = { ...file, ...flags }
     const off = parseParts('--tg-off', f.tgOff)
-    const runs: Array<{ label: string; make: () => Policy<unknown> }> = []
-    for (const name of policies) {
-      if (name === 'tailguard') {
-        runs.push({ label: 'tailguard', make: () => createTailguardPolicy(config, tg, off) })
-        if (f.tgAblation)
-          for (const part of TAILGUARD_PARTS)
-            runs.push({
-              label: `tailguard -${part}`,
-              make: () => createTailguardPolicy(config, tg, [...off, part]),
-            })
-        continue
-      }
-      runs.push({ label: name, make: () => baseline(name) })
-    }
-    const baseline = (name: (typeof BASELINE_POLICIES)[number]) =>
-      createBaselinePolicy(name, {
-        sloMs: config.slo.e2eMs,
-        minReplicas: Math.max(1, config.warmPoolMin ?? 1),
-        maxReplicas: config.maxReplicas ?? 256,
-        maxBatch: config.initial.maxBatch,
-        hpaTargetUtilization: num('--hpa-target', f.hpaTarget, { gt: 0 }),
-        kedaQueueDepthTarget: num('--keda-queue-target', f.kedaQueueTarget, { gt: 0 }),
-        ...(f.kpaConcurrency !== undefined
-          ? { kpaContainerConcurrency: num('--kpa-concurrency', f.kpaConcurrency, { gt: 0 }) }
-          : {}),
-      })
+    const runs = policyRuns(config, policies, f, tg, off, f.tgAblation === true)
     const results: SimResult[] = runs.map(({ label, make }) => {
       const r = runSimulation(config, make(), { onProgress: (x) => bar.update(`${w.name} ${label}`, x) })
       bar.done()

@@ -13,6 +13,7 @@ import { ServiceDetail } from './pages/service-detail.js'
 import { ServiceList } from './pages/service-list.js'
 import { SloDetail } from './pages/slo-detail.js'
 import { SloList } from './pages/slos.js'
+import { WhatifPage } from './pages/whatif.js'
 
 /**
  * The dashboard: the login form without a token, otherwise the page the hash route names.
@@ -50,6 +51,8 @@ export function App() {
         <ControllerList />
       ) : route.page === 'controller' ? (
         <ControllerDetail key={route.target} route={route} navigate={navigate} />
+      ) : route.page === 'whatif' ? (
+        <WhatifPage />
       ) : route.page === 'not-found' ? (
         <NotFound what={route.path} reason="The dashboard has no page at this address." />
       ) : (

@@ -13,6 +13,7 @@ const NAV: ReadonlyArray<{ label: string; href: string; matches: (r: Route) => b
     href: '#/controllers',
     matches: (r) => r.page === 'controllers' || r.page === 'controller',
   },
+  { label: 'What-if', href: '#/whatif', matches: (r) => r.page === 'whatif' },
 ]
 
 /**

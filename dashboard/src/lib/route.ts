@@ -79,6 +79,11 @@ export interface ControllerRoute {
   readonly service: string
 }
 
+/** The what-if page: simulate a load under several policies and compare them. */
+export interface WhatifRoute {
+  readonly page: 'whatif'
+}
+
 export type Route =
   | ListRoute
   | FleetRoute
@@ -90,6 +95,7 @@ export type Route =
   | NotFoundRoute
   | ControllersRoute
   | ControllerRoute
+  | WhatifRoute
 
 /** Defaults of a service route's pickers. */
 export const SERVICE_ROUTE_DEFAULTS = { range: '1h', phase: 'total', quantiles: DEFAULT_QUANTILES } as const
@@ -104,6 +110,7 @@ export function parseRoute(hash: string): Route {
   const [path = '', query = ''] = text.split('?', 2)
   const slo = parseSloPath(path)
   if (slo) return slo
+  if (/^\/whatif\/?$/.test(path)) return { page: 'whatif' }
   const controller = parseControllerPath(path, query)
   if (controller) return controller
   const ranged = parseRangedPath(path, query)
@@ -180,6 +187,7 @@ export function formatRoute(route: Route): string {
   if (route.page === 'slos') return '#/slos'
   if (route.page === 'slo') return `#/slos/${encodeURIComponent(route.name)}`
   if (route.page === 'controllers') return '#/controllers'
+  if (route.page === 'whatif') return '#/whatif'
   if (route.page === 'controller') {
     const params = new URLSearchParams()
     if (route.range !== SERVICE_ROUTE_DEFAULTS.range) params.set('range', route.range)
