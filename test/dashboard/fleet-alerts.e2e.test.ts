@@ -6,8 +6,6 @@
  *
  * Set TG_SCREENSHOT_DIR to keep a screenshot of each page.
  */
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import type { Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import { formatMs, formatPercent } from '../../dashboard/src/lib/format.js'
@@ -18,32 +16,7 @@ import type { FleetResponse } from '../../dashboard/src/lib/fleet.js'
 import type { AlertsResponse, DeliveriesResponse, SilencesResponse } from '../../dashboard/src/lib/alerts.js'
 import type { SloListResponse } from '../../dashboard/src/lib/slo-types.js'
 import { FLEET, RUN, SLOS, useDashboardHarness, openPage, screenshot } from '../helpers/dashboard-backend.js'
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-
-interface AxeViolation {
-  id: string
-  impact: string | null
-  help: string
-  nodes: Array<{ target: unknown[]; failureSummary?: string }>
-}
-
-/** Runs axe-core on the page as it is and returns its serious and critical violations, described. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: AXE_SOURCE })
-  const violations = await page.evaluate<AxeViolation[]>(
-    `window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)`,
-  )
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) =>
-        `${v.impact} ${v.id} (${v.help}): ${v.nodes
-          .slice(0, 3)
-          .map((n) => `${JSON.stringify(n.target)} ${n.failureSummary ?? ''}`)
-          .join(' | ')}`,
-    )
-}
+import { seriousViolations } from '../helpers/axe.js'
 
 /** The first number in a text like `6.02/s` or `210 ms`. */
 const numberIn = (text: string | null): number => Number(/-?[\d.]+/.exec(text ?? '')?.[0])
