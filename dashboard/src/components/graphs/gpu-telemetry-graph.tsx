@@ -1,4 +1,4 @@
-import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
+import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
 import type { ApiError } from '../../api.js'
 import type { LoadStatus } from '../../hooks/use-api.js'
 import { chartsWithData } from '../../lib/gpu-telemetry.js'
@@ -61,6 +61,9 @@ export function GpuTelemetryGraph(props: GpuTelemetryGraphProps) {
                     labelFormatter={tooltipTime()}
                     formatter={(v, name) => [formatUnit(typeof v === 'number' ? v : null, c.unit), name]}
                   />
+                  {c.fields.length > 1 ? (
+                    <Legend verticalAlign="top" height={20} iconType="plainline" />
+                  ) : null}
                   {c.fields.map((f, k) => (
                     <Line
                       key={f.field}

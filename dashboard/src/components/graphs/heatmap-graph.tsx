@@ -17,9 +17,10 @@ export interface HeatmapGraphProps {
 const W = 720
 const LEFT = 64
 const RIGHT = 8
-const TOP = 6
+const TOP = 8
 const BOTTOM = 22
-const ROW = 14
+/** Row height: at least 14, more for few bands so the grid stays about 160 tall. */
+const rowHeight = (bands: number) => Math.max(14, Math.floor(160 / Math.max(1, bands)))
 const TIME_TICKS = 5
 
 /**
@@ -46,6 +47,7 @@ export function HeatmapGraph({ state, phase, rangeMs, emptyText }: HeatmapGraphP
         const fromMs = Date.parse(r.from)
         const span = Math.max(1, Date.parse(r.to) - fromMs)
         const plotW = W - LEFT - RIGHT
+        const ROW = rowHeight(r.bands.length)
         const plotH = r.bands.length * ROW
         const height = TOP + plotH + BOTTOM
         const x = (t: number) => LEFT + ((t - fromMs) / span) * plotW
@@ -84,13 +86,16 @@ export function HeatmapGraph({ state, phase, rangeMs, emptyText }: HeatmapGraphP
                   key={band}
                   className="axis-label"
                   x={LEFT - 6}
-                  y={y(band) + ROW}
+                  y={y(band) + ROW + 4}
                   textAnchor="end"
-                  fontSize={11}
+                  fontSize={9}
                 >
                   {formatMs(r.bands[band]!.lowMs)}
                 </text>
               ))}
+              <text className="axis-label" x={LEFT - 6} y={TOP + 8} textAnchor="end" fontSize={9}>
+                {formatMs(r.bands[r.bands.length - 1]!.highMs)}
+              </text>
               <line className="axis-line" x1={LEFT} x2={LEFT} y1={TOP} y2={TOP + plotH} />
               <line className="axis-line" x1={LEFT} x2={W - RIGHT} y1={TOP + plotH} y2={TOP + plotH} />
               {Array.from({ length: TIME_TICKS }, (_, k) => fromMs + (span * k) / (TIME_TICKS - 1)).map(
@@ -100,7 +105,7 @@ export function HeatmapGraph({ state, phase, rangeMs, emptyText }: HeatmapGraphP
                     className="axis-label"
                     x={x(t)}
                     y={TOP + plotH + 16}
-                    fontSize={11}
+                    fontSize={9}
                     textAnchor={k === 0 ? 'start' : k === TIME_TICKS - 1 ? 'end' : 'middle'}
                   >
                     {formatAxisTime(t, rangeMs)}
