@@ -71,6 +71,7 @@ describe.skipIf(!RUN)('latency heatmap, GPU telemetry and dark mode (headless Ch
     await expect.poll(() => tip.count()).toBe(1)
     expect(await tip.textContent()).toContain(`: ${await cell.getAttribute('data-count')} samples`)
     await screenshot(page, 'heatmap-service')
+    expect(await seriousViolations(page)).toEqual([])
     expect(problems).toEqual([])
   })
 
@@ -113,6 +114,7 @@ describe.skipIf(!RUN)('latency heatmap, GPU telemetry and dark mode (headless Ch
     await page.mouse.move(box.x + box.width * 0.75, box.y + box.height / 2)
     await expect.poll(() => powerChart.locator('.recharts-tooltip-wrapper').textContent()).toContain('413 W')
     await screenshot(page, 'heatmap-gpus')
+    expect(await seriousViolations(page)).toEqual([])
     expect(problems).toEqual([])
   })
 
