@@ -13,6 +13,7 @@ import type { ServerTimeouts } from './http-limits.js'
 import type { Store } from './store/types.js'
 import { reportRoutes } from './routes/reports.js'
 import { queryRoutes } from './routes/query.js'
+import { heatmapRoutes } from './routes/heatmap.js'
 import { gpuRoutes } from './routes/gpus.js'
 import { signalRoutes } from './routes/signals.js'
 import { requestRoutes } from './routes/requests.js'
@@ -195,6 +196,7 @@ export async function buildCollector(
       await api.register(gpuRoutes)
       await api.register(signalRoutes)
       await api.register(requestRoutes)
+      await api.register(heatmapRoutes)
       await api.register(createFigureRoutes(deps.figures ?? { pricing: {}, latencySlos: () => [] }))
       await api.register(createFleetRoutes({ latencySlos: deps.figures?.latencySlos ?? (() => []) }))
       for (const plugin of deps.plugins ?? []) await api.register(plugin)

@@ -44,6 +44,9 @@ export {
   MAX_BUCKET_BOUNDS,
   bucketHistogramProblem,
   mergeBuckets,
+  bandCounts,
+  logBandEdgesMs,
+  MAX_BANDS_PER_DECADE,
   bucketQuantileMs,
   layoutKey,
 } from './report/index.js'

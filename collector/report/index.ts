@@ -75,3 +75,4 @@ export type {
 } from './schema.js'
 export { mergeBuckets, bucketQuantileMs, layoutKey } from './buckets.js'
 export type { BucketCounts, MergedBuckets } from './buckets.js'
+export { logBandEdgesMs, bandCounts, MAX_BANDS_PER_DECADE } from './bands.js'

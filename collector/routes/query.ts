@@ -137,7 +137,8 @@ export function parseQuantiles(text: string | undefined): string[] {
   return out
 }
 
-function parseMetric(text: string | undefined): Metric {
+/** The `phase` query parameter: a known metric, `total` when absent. */
+export function parseMetric(text: string | undefined): Metric {
   if (text === undefined || text === '') return 'total'
   if (!isMetric(text))
     throw new BadRequest(`phase: unknown phase '${text}'; expected one of ${METRICS.join(', ')}`)
@@ -171,7 +172,7 @@ const iso = isoTime
  * An empty answer for a `service` that has never reported, while others have, is a typo, not a quiet hour: 404
  * with the closest names. Asked only when a query came back empty, so answers with data cost nothing more.
  */
-async function assertServiceReported(store: Store, service: string | undefined): Promise<void> {
+export async function assertServiceReported(store: Store, service: string | undefined): Promise<void> {
   if (!service) return
   const known = [...new Set((await store.services()).map((s) => s.service))]
   // Nothing has reported yet (a fresh start): nothing to compare against, so an empty answer, not a 404.

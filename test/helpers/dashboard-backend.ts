@@ -284,6 +284,7 @@ export async function startBackend(): Promise<Backend> {
           temperatureC: stat(66),
           smClockMhz: stat(1980),
           memClockMhz: stat(2619),
+          tensorActivePct: stat(Math.round(util * 0.6)),
         },
         ...(i === GPUS.xidIntervalsAgo
           ? { events: [{ timeMs: t + 2000, kind: 'xid', xid: 79, message: 'GPU has fallen off the bus' }] }

@@ -30,6 +30,7 @@ const QUERY_ROUTES: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['/api/v1/timeseries', ['service', 'model', 'from', 'to', 'quantiles', 'phase', 'step']],
   ['/api/v1/services', []],
   ['/api/v1/requests', ['service', 'model', 'version', 'replica', 'node', 'from', 'to', 'step']],
+  ['/api/v1/heatmap', ['service', 'model', 'replica', 'from', 'to', 'phase', 'step', 'bandsPerDecade']],
   ['/api/v1/gpus', ['node', 'uuid']],
   ['/api/v1/gpus/timeseries', ['node', 'uuid', 'from', 'to', 'field', 'step']],
   ['/api/v1/gpus/events', ['node', 'uuid', 'from', 'to']],

@@ -1,5 +1,7 @@
 import type { ReactNode } from 'react'
 import { GpuUsageGraph } from '../components/graphs/gpu-usage-graph.js'
+import { GpuTelemetryGraph } from '../components/graphs/gpu-telemetry-graph.js'
+import { useGpuTelemetry } from '../hooks/use-gpu-telemetry.js'
 import { TimeRangePicker } from '../components/pickers.js'
 import { useGpuTimeseries, useGpus } from '../hooks/use-gpus.js'
 import { useNow } from '../hooks/use-now.js'
@@ -128,6 +130,7 @@ export function GpusPage({ route, navigate }: { route: GpuRoute; navigate: (to: 
   const inventory = useGpus(REFRESH_MS)
   const util = useGpuTimeseries('gpuUtilPct', range.from, REFRESH_MS)
   const mem = useGpuTimeseries('memUsedBytes', range.from, REFRESH_MS)
+  const telemetry = useGpuTelemetry(range.from, REFRESH_MS)
   const nowMs = useNow(5_000)
   const inv = inventory.response
   const rows = inv ? gpuTableRows(inv) : []
@@ -190,6 +193,18 @@ export function GpusPage({ route, navigate }: { route: GpuRoute; navigate: (to: 
                   rows={gpuChartRows(util.response, mem.response, r.key)}
                   status={chartsStatus}
                   error={chartsError}
+                  fromMs={fromMs}
+                  toMs={toMs}
+                />
+              ))}
+              {rows.map((r) => (
+                <GpuTelemetryGraph
+                  key={`telemetry-${r.key}`}
+                  gpuKey={r.key}
+                  title={`${r.node} · ${r.label} · telemetry`}
+                  rows={telemetry.rows(r.key)}
+                  status={telemetry.status}
+                  error={telemetry.error}
                   fromMs={fromMs}
                   toMs={toMs}
                 />

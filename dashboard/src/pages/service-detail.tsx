@@ -1,5 +1,6 @@
 import { BreakdownGraph } from '../components/graphs/breakdown-graph.js'
 import { ErrorRateGraph } from '../components/graphs/error-rate-graph.js'
+import { HeatmapGraph } from '../components/graphs/heatmap-graph.js'
 import { LatencyGraph } from '../components/graphs/latency-graph.js'
 import { RequestRateGraph } from '../components/graphs/request-rate-graph.js'
 import { PhasePicker, QuantilePicker, TimeRangePicker } from '../components/pickers.js'
@@ -7,6 +8,7 @@ import { SignalPanels } from '../components/signal-panels.js'
 import { LiveTiles } from '../components/tiles/live-tiles.js'
 import { RequestTiles } from '../components/tiles/request-tiles.js'
 import { useBreakdown } from '../hooks/use-breakdown.js'
+import { useHeatmap } from '../hooks/use-heatmap.js'
 import { useNow } from '../hooks/use-now.js'
 import { useServices } from '../hooks/use-services.js'
 import { useSlos } from '../hooks/use-slos.js'
@@ -39,6 +41,7 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
   const base = { service: route.service, model: route.model, from: range.from, quantiles: route.quantiles }
   const breakdown = useBreakdown(base, refreshMs)
   const series = useTimeseries({ ...base, phase: route.phase }, refreshMs)
+  const heatmap = useHeatmap({ ...base, phase: route.phase }, refreshMs)
   const services = useServices(60_000)
   const nowMs = useNow(10_000)
   const slos = useSlos(60_000).response?.slos ?? []
@@ -96,6 +99,7 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
           emptyText={emptyText}
           threshold={sloThreshold(slos, route.service, route.phase)}
         />
+        <HeatmapGraph state={heatmap} phase={route.phase} rangeMs={range.durationMs} emptyText={emptyText} />
         <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />
         <ErrorRateGraph
           query={{ service: route.service, model: route.model, from: range.from }}
