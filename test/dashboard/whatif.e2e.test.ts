@@ -14,6 +14,7 @@ import {
   browserTestsRun,
   openPage,
   screenshotter,
+  seriousViolations,
   startTestCollector,
   useBrowserAndBackend,
 } from '../helpers/dashboard.js'
@@ -108,6 +109,7 @@ describe.skipIf(!RUN)('what-if page (headless Chromium)', () => {
     const dashed = page.locator('[data-chart="whatif-replicas"] path.recharts-line-curve[stroke-dasharray]')
     expect(await dashed.count()).toBeGreaterThan(0)
     await shot(page, 'w1-whatif')
+    expect(await seriousViolations(page)).toEqual([])
     expect(problems).toEqual([])
     await page.context().close()
   })
