@@ -11,7 +11,7 @@ import {
   makeLogger,
   portArg,
   runCollector,
-  untilSignal,
+  signalLatch,
   withCommonOptions,
 } from '../collector/index.js'
 import type {
@@ -323,6 +323,9 @@ export const registerStart: RegisterCommand = (program, io) => {
           throw err
         }
       }
+      // From here a signal stops everything cleanly, even one that comes before the wait below (a supervisor or
+      // a script that sends SIGTERM as soon as the addresses are printed).
+      const signals = signalLatch()
       io.out(`tailguard is running (store: ${db})`)
       io.out(`  dashboard:  ${collector.url}/#token=${tokens.read}`)
       io.out(`  API:        ${collector.url}/api/v1  (tokens in ${join(dataDir, 'tokens.json')})`)
@@ -354,7 +357,7 @@ export const registerStart: RegisterCommand = (program, io) => {
         clearTimeout(timer)
         if (done === 'late') leftBehind.push(name)
       }
-      await untilSignal(async () => {
+      await signals.until(async () => {
         deadline = setTimeout(() => {
           io.err(
             `tailguard: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS / 1000} s (stuck stopping ${stage}); exiting without a clean flush`,

@@ -128,6 +128,7 @@ export {
   loadConfig,
   makeLogger,
   portArg,
+  signalLatch,
   untilSignal,
   withCommonOptions,
   collectorCommand,

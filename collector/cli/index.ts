@@ -8,6 +8,7 @@ export {
   loadConfig,
   makeLogger,
   portArg,
+  signalLatch,
   untilSignal,
   withCommonOptions,
 } from './options.js'

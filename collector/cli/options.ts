@@ -99,22 +99,71 @@ export function makeLogger(
   return stderr === process.stderr ? pino(options, pino.destination(2)) : pino(options, stderr)
 }
 
-/** Runs until SIGINT/SIGTERM, then calls `stop` once. */
-export function untilSignal(stop: () => Promise<void>, log: Logger): Promise<void> {
-  return new Promise((resolve) => {
-    let stopping = false
-    const onSignal = (sig: string) => {
-      if (stopping) return
-      stopping = true
-      log.info(`${sig}: shutting down`)
-      stop().then(resolve, (err: unknown) => {
-        log.error({ err }, 'shutdown failed')
-        resolve()
+/** Holds SIGINT/SIGTERM from the moment a long-running command starts; see {@link signalLatch}. */
+export interface SignalLatch {
+  /** Resolves once `stop` has run after SIGINT/SIGTERM, at once if a signal came while the command started. */
+  until(stop: () => Promise<void>, log: Logger): Promise<void>
+  /** Lets the signals go again (a command that failed to start). */
+  close(): void
+}
+
+/**
+ * Catches SIGINT/SIGTERM from now on, so that a signal that arrives while a command is still starting (after
+ * it printed its addresses, before it waits) is not the default action that kills it without a clean stop: the
+ * command stops as soon as it reaches {@link SignalLatch.until}. A second signal while starting, or while
+ * stopping, ends the process at once (the usual double Ctrl-C).
+ *
+ * @example const signals = signalLatch(); const running = await startThings(); await signals.until(running.stop, log)
+ */
+export function signalLatch(): SignalLatch {
+  let received: NodeJS.Signals | null = null
+  let handler: ((sig: NodeJS.Signals) => void) | null = null
+  const giveUp = (sig: NodeJS.Signals) => {
+    process.off('SIGINT', on)
+    process.off('SIGTERM', on)
+    process.kill(process.pid, sig) // the default action, now that nothing catches it
+  }
+  const on = (sig: NodeJS.Signals) => {
+    if (handler) handler(sig)
+    else if (received) giveUp(sig)
+    else received = sig
+  }
+  process.on('SIGINT', on)
+  process.on('SIGTERM', on)
+  const close = () => {
+    process.off('SIGINT', on)
+    process.off('SIGTERM', on)
+  }
+  return {
+    close,
+    until(stop, log) {
+      return new Promise((resolve) => {
+        let stopping = false
+        handler = (sig) => {
+          if (stopping) return giveUp(sig)
+          stopping = true
+          log.info(`${sig}: shutting down`)
+          stop().then(
+            () => {
+              close()
+              resolve()
+            },
+            (err: unknown) => {
+              log.error({ err }, 'shutdown failed')
+              close()
+              resolve()
+            },
+          )
+        }
+        if (received) handler(received)
       })
-    }
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
-  })
+    },
+  }
+}
+
+/** Runs until SIGINT/SIGTERM, then calls `stop` once (a {@link signalLatch} armed now). */
+export function untilSignal(stop: () => Promise<void>, log: Logger): Promise<void> {
+  return signalLatch().until(stop, log)
 }
 
 /** A port a command is about to listen on, and the flag that changes it (named in the error). */
