@@ -302,7 +302,8 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     await page.locator(`tr[data-service="${FLEET.live.service}"]`).waitFor()
     await page.locator('nav[aria-label="main"] a', { hasText: 'GPUs' }).click()
     await page.waitForURL(/#\/gpus$/)
-    expect(await page.locator('nav[aria-label="main"] a.active').textContent()).toBe('GPUs')
+    // The URL changes before React renders the new page: wait for the navigation to mark it.
+    await expect.poll(() => page.locator('nav[aria-label="main"] a.active').textContent()).toBe('GPUs')
 
     const inventory = page.locator('section[aria-label="GPU inventory"]')
     await expect.poll(() => inventory.getAttribute('data-state')).toBe('ready')
