@@ -92,13 +92,15 @@ async function replay(flags: ReplayFlags, io: CliIO, env: NodeJS.ProcessEnv): Pr
     throw new CliError(`--collector: not a URL: '${flags.collector}'`)
   }
   const files = readDeadLetters(dir)
-  const reports = files.filter((f) => f.letter && describe(f.letter).kind === 'report')
+  const reports = files.flatMap((f) => {
+    if (!f.letter) return []
+    const d = describe(f.letter)
+    return d.kind === 'report' ? [{ file: f.file, letter: f.letter, d }] : []
+  })
   io.out(`replaying ${reports.length} report(s) from ${dir} to ${flags.collector}`)
   const tally = { stored: 0, duplicate: 0, refused: 0 }
   let n = 0
-  for (const f of reports) {
-    const letter = f.letter!
-    const d = describe(letter)
+  for (const { file, letter, d } of reports) {
     n++
     let res: Response
     try {
@@ -117,7 +119,7 @@ async function replay(flags: ReplayFlags, io: CliIO, env: NodeJS.ProcessEnv): Pr
     const text = await res.text()
     if (res.ok) {
       const status = (JSON.parse(text) as { status?: string }).status
-      removeDeadLetter(dir, f.file)
+      removeDeadLetter(dir, file)
       if (status === 'duplicate') tally.duplicate++
       else tally.stored++
       io.out(`  [${n}/${reports.length}] ${d.what}: ${status === 'duplicate' ? 'already stored' : 'stored'}`)

@@ -69,9 +69,7 @@ class DiskDeadLetter extends MemoryDeadLetter {
     return this.#files().length
   }
   #files(): string[] {
-    return readdirSync(this.dir)
-      .filter((n) => n.endsWith('.json'))
-      .sort()
+    return letterFiles(this.dir)
   }
   override add(letter: DeadLetter): void {
     const name = `${String(letter.atMs).padStart(15, '0')}-${process.pid}-${String(this.#n++).padStart(6, '0')}`
@@ -110,6 +108,11 @@ export type DeadLetterFile =
   | { readonly file: string; readonly letter: DeadLetter }
   | { readonly file: string; readonly letter: null; readonly problem: string }
 
+/** The letter files of a folder (written atomically as `<time>-<pid>-<n>.json`), oldest first. */
+function letterFiles(dir: string, names: readonly string[] = readdirSync(dir)): string[] {
+  return names.filter((n) => n.endsWith('.json')).sort()
+}
+
 /**
  * The letters in a dead-letter folder, oldest first, each with its file name; a file that is not a letter
  * (unreadable, not JSON, wrong shape) comes back with `letter: null` and what is wrong, never throws.
@@ -125,29 +128,26 @@ export function readDeadLetters(dir: string): DeadLetterFile[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
     throw err
   }
-  return names
-    .filter((n) => n.endsWith('.json'))
-    .sort()
-    .map((file): DeadLetterFile => {
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(readFileSync(join(dir, file), 'utf8'))
-      } catch (err) {
-        return { file, letter: null, problem: `not readable as JSON (${(err as Error).message})` }
-      }
-      const l = parsed as Partial<DeadLetter> | null
-      if (
-        l === null ||
-        typeof l !== 'object' ||
-        typeof l.atMs !== 'number' ||
-        typeof l.status !== 'number' ||
-        typeof l.reason !== 'string' ||
-        typeof l.payload !== 'object' ||
-        l.payload === null
-      )
-        return { file, letter: null, problem: 'not a dead letter (needs atMs, status, reason, payload)' }
-      return { file, letter: l as DeadLetter }
-    })
+  return letterFiles(dir, names).map((file): DeadLetterFile => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(readFileSync(join(dir, file), 'utf8'))
+    } catch (err) {
+      return { file, letter: null, problem: `not readable as JSON (${(err as Error).message})` }
+    }
+    const l = parsed as Partial<DeadLetter> | null
+    if (
+      l === null ||
+      typeof l !== 'object' ||
+      typeof l.atMs !== 'number' ||
+      typeof l.status !== 'number' ||
+      typeof l.reason !== 'string' ||
+      typeof l.payload !== 'object' ||
+      l.payload === null
+    )
+      return { file, letter: null, problem: 'not a dead letter (needs atMs, status, reason, payload)' }
+    return { file, letter: l as DeadLetter }
+  })
 }
 
 /**
