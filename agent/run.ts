@@ -62,6 +62,16 @@ export async function runAgent(
   let onScrape: ((o: ScrapeOutcome) => void) | undefined
   const scrapeSources = targets
     .filter((t) => t.kind !== 'dcgm')
+    .map((t) => {
+      const inherit = behindProxy(t, cfg)
+      return {
+        ...t,
+        service: t.service ?? inherit.service,
+        version: t.version ?? inherit.version,
+        replica: t.replica ?? inherit.replica,
+        countRequests: !inherit.proxied,
+      }
+    })
     .map((t) =>
       createScrapeSource(
         {
@@ -72,6 +82,7 @@ export async function runAgent(
           ...(t.version !== undefined ? { version: t.version } : {}),
           ...(t.replica !== undefined ? { replica: t.replica } : {}),
           ...(t.periodMs !== undefined ? { periodMs: t.periodMs } : {}),
+          countRequests: t.countRequests,
         },
         {
           node: cfg.node,
@@ -272,4 +283,37 @@ export async function runAgent(
 function countSpans(spans: Counter<'outcome'>, total: number, refused: number): void {
   spans.inc({ outcome: 'accepted' }, Math.max(0, total - refused))
   if (refused > 0) spans.inc({ outcome: 'refused' }, refused)
+}
+
+/**
+ * Labels a scraped server inherits from this agent's proxy when the proxy forwards to it (same host and port):
+ * its service and version, and its replica when it is the proxy's only upstream. Without them the server's
+ * running and waiting counts land under the model's name while the proxy's requests land under the proxy's
+ * service, and a controller watching that service never sees the queue inside the server. Labels the scrape
+ * target sets itself win. Such a server's request counters are not counted (the proxy counts those requests).
+ *
+ * @example behindProxy({ url: 'http://127.0.0.1:8000/metrics' }, cfg) // { proxied: true, service: 'chat', version: '1', replica: 'r0' }
+ */
+export function behindProxy(
+  target: { readonly url: string },
+  cfg: Pick<Readonly<AgentConfig>, 'proxy' | 'id'>,
+): { proxied?: true; service?: string; version?: string; replica?: string } {
+  if (cfg.proxy.port === null) return {}
+  const host = (u: string) => {
+    try {
+      return new URL(u).host
+    } catch {
+      return null
+    }
+  }
+  const h = host(target.url)
+  const ups = cfg.proxy.upstreams.map(host)
+  if (h === null || !ups.includes(h)) return {}
+  const l = cfg.proxy.labels
+  return {
+    proxied: true,
+    ...(l.service ? { service: l.service } : {}),
+    ...(l.version ? { version: l.version } : {}),
+    ...(ups.length === 1 ? { replica: l.replica || cfg.id } : {}),
+  }
 }

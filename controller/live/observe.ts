@@ -6,7 +6,7 @@
  */
 import { countAtOrBelow, summarizeMs } from '../../collector/index.js'
 import type { Histogram, Metric, RequestCounts, Selector } from '../../collector/index.js'
-import type { FleetObservation, PhasePercentilesMs } from '../policy.js'
+import type { FleetObservation, LlmSignals, PhasePercentilesMs } from '../policy.js'
 
 /** The windows (seconds) of `arrivalRps` and `concurrency`, as in the simulator. */
 export const OBS_WINDOWS_S = [6, 10, 60] as const
@@ -27,6 +27,12 @@ export interface SignalSummary {
   readonly queued: { readonly last: number; readonly mean: number }
   readonly queuedByClass: readonly number[]
   readonly batchSize: { readonly mean: number; readonly max: number }
+  /**
+   * An LLM server's own signals over the range, when one reports them (a scraped vLLM, TGI, SGLang or the
+   * reference server): running sequences (mean, summed over replicas), tokens in and out, mean KV-cache use
+   * and preemptions. What lets the policy learn a replica's capacity in requests: tokens per request.
+   */
+  readonly llm?: LlmSignals
 }
 
 /** Where observations come from. The collector's `Store` provides `histograms` and `counts`. */
@@ -115,10 +121,15 @@ export async function buildObservation(
   const intervalSpan = span(o.intervalMs)
   const last = { fromMs: end - intervalSpan, toMs: end }
   const metrics = [...new Set(Object.values(PHASE_METRICS))]
-  const [hists, counts, signals, budget, gpu] = await Promise.all([
+  const [hists, counts, signals, fresh, budget, gpu] = await Promise.all([
     reader.histograms(target.selector, last, metrics),
     reader.counts(target.selector, last),
     reader.signals ? reader.signals(target.selector, last) : Promise.resolve(null),
+    // The gauges a controller acts on now (queue, in flight) from the newest reports, which the settled range
+    // above ends up to a step plus the settle time before: a backlog shows a step earlier.
+    reader.signals
+      ? reader.signals(target.selector, { fromMs: end, toMs: Math.max(end + 1, nowMs) })
+      : Promise.resolve(null),
     reader.budgetRemaining && target.slos.length > 0
       ? reader.budgetRemaining(target.slos)
       : Promise.resolve(null),
@@ -156,11 +167,12 @@ export async function buildObservation(
     intervalMs: intervalSpan,
     arrivalRps,
     latencyMs,
-    queueDepth: signals?.queued.last ?? 0,
-    queueDepthByClass: signals?.queuedByClass ?? [],
-    inFlight: signals?.inFlight.last ?? 0,
+    queueDepth: (fresh ?? signals)?.queued.last ?? 0,
+    queueDepthByClass: (fresh ?? signals)?.queuedByClass ?? [],
+    inFlight: (fresh ?? signals)?.inFlight.last ?? 0,
     concurrency,
     batchSize: signals?.batchSize ?? { mean: 0, max: 0 },
+    ...(signals?.llm ? { llm: signals.llm } : {}),
     errorBudget: {
       remaining: budget ?? 1,
       burnRate: total > 0 ? (total - good) / total / allowed : 0,

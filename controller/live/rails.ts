@@ -154,13 +154,24 @@ export function applyRails(
         notes.push('class 0 keeps a concurrency of at least 1')
         mc = 1
       }
+      const qt =
+        a.queueTimeoutMs !== undefined && Number.isFinite(a.queueTimeoutMs)
+          ? Math.max(1, Math.round(a.queueTimeoutMs))
+          : undefined
       const have = current.admission[a.priorityClass]
-      if (have && have.maxQueue === mq && have.maxConcurrency === mc) continue
+      if (
+        have &&
+        have.maxQueue === mq &&
+        have.maxConcurrency === mc &&
+        (qt === undefined || have.queueTimeoutMs === qt)
+      )
+        continue
       out.push({
         kind: 'admission',
         priorityClass: a.priorityClass,
         maxQueue: mq,
         maxConcurrency: mc,
+        ...(qt !== undefined ? { queueTimeoutMs: qt } : {}),
         reason: a.reason,
       })
     }

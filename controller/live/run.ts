@@ -1,5 +1,5 @@
 import { createStore } from '../../collector/index.js'
-import type { SloEngine, Store, TailguardConfig } from '../../collector/index.js'
+import type { SignalGauge, SloEngine, Store, TailguardConfig } from '../../collector/index.js'
 import { createActuator } from './actuators/index.js'
 import { createLiveController, targetName } from './controller.js'
 import type { ControllerLogger, LiveController, LiveTarget, TargetView } from './controller.js'
@@ -87,24 +87,69 @@ export function gpuUtilizationReader(
 /**
  * Live signals of a target summed over its series (contract 1): requests in service (an LLM server's running
  * sequences, else the proxy's in-flight) and queued (the proxy's queue plus the requests waiting inside the
- * server), each last and mean over the range; queued per priority class; mean and max batch size. Null when no source reports any.
+ * server), each last and mean over the range; queued per priority class; mean and max batch size; and an LLM
+ * server's running sequences, tokens, KV use and preemptions when one reports them. Null when no source reports any.
  *
  * @example const signals = signalsReader(store); await signals({ service: 'chat' }, range) // { inFlight: { last: 12, mean: 9.5 }, … }
  */
 export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<ObservationReader['signals']> {
   return async (sel, range) => {
     const series = await store.signals(sel, range, Math.max(10_000, range.toMs - range.fromMs))
-    let seen = false
-    const inFlight = { last: 0, mean: 0 }
-    const queued = { last: 0, mean: 0 }
+    // A replica can have two series: the proxy's in front of it (in flight, queued) and the server's own
+    // scraped gauges (running, waiting). They are combined per replica (node + replica) before summing, so
+    // what the proxy sent and what the server runs are not counted twice.
+    const perReplica = new Map<string, Partial<Record<SignalGauge, Stat>>>()
     const byClass: number[] = []
     let batchSum = 0
     let batchN = 0
     let batchMax = 0
+    let seen = false
+    const tokens = { inputTokens: 0, outputTokens: 0, preemptions: 0 }
+    let llmSeen = false
     for (const s of series) {
+      for (const q of s.points)
+        for (const c of ['inputTokens', 'outputTokens', 'preemptions'] as const) {
+          const v = q.counters[c]
+          if (v === undefined) continue
+          tokens[c] += v
+          llmSeen = true
+        }
       const p = s.points[s.points.length - 1]
       if (p === undefined) continue
-      const g = p.gauges
+      const key = `${s.labels.node}\u0000${s.labels.replica}`
+      const into = perReplica.get(key) ?? {}
+      perReplica.set(key, into)
+      for (const name of ['inFlight', 'running', 'waiting', 'queued', 'kvCacheUsage'] as const) {
+        const g = p.gauges[name]
+        if (!g) continue
+        const had = into[name]
+        into[name] = had
+          ? { last: had.last + g.last, mean: had.mean + g.mean }
+          : { last: g.last, mean: g.mean }
+      }
+      for (const c of p.byClass)
+        byClass[c.priorityClass] = (byClass[c.priorityClass] ?? 0) + (c.queued?.last ?? 0)
+      if (p.gauges.batchSize) {
+        batchSum += p.gauges.batchSize.mean
+        batchN++
+        batchMax = Math.max(batchMax, p.gauges.batchSize.max)
+        seen = true
+      }
+    }
+    const inFlight = { last: 0, mean: 0 }
+    const queued = { last: 0, mean: 0 }
+    let running = 0
+    let kvSum = 0
+    let kvN = 0
+    for (const g of perReplica.values()) {
+      if (g.running) {
+        running += g.running.mean
+        llmSeen = true
+      }
+      if (g.kvCacheUsage) {
+        kvSum += g.kvCacheUsage.mean
+        kvN++
+      }
       // In service: what the server runs when it says so, else what the proxy has sent it. Waiting: the
       // proxy's queue plus what waits inside the server, which it reports (`waiting`), or which is the part of
       // the proxy's in-flight that the server is not running. A proxy in front of a server that queues
@@ -129,14 +174,6 @@ export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<Observ
         queued.mean += waiting.mean
         seen = true
       }
-      for (const c of p.byClass)
-        byClass[c.priorityClass] = (byClass[c.priorityClass] ?? 0) + (c.queued?.last ?? 0)
-      if (g.batchSize) {
-        batchSum += g.batchSize.mean
-        batchN++
-        batchMax = Math.max(batchMax, g.batchSize.max)
-        seen = true
-      }
     }
     if (!seen) return null
     return {
@@ -144,8 +181,15 @@ export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<Observ
       queued,
       queuedByClass: Array.from(byClass, (v) => v ?? 0),
       batchSize: { mean: batchN > 0 ? batchSum / batchN : 0, max: batchMax },
+      ...(llmSeen ? { llm: { running, ...tokens, kvUsage: kvN > 0 ? kvSum / kvN : 0 } } : {}),
     }
   }
+}
+
+/** A gauge's last and mean values. */
+interface Stat {
+  last: number
+  mean: number
 }
 
 /**

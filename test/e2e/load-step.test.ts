@@ -12,19 +12,14 @@ import { freePort } from '../helpers/ports.js'
 // The controller sees only what the agent reports; it must answer the step by tightening the admission caps,
 // and the time to first token the collector reports must end under the objective.
 //
-// Status (session 8): this test fails, and the failure is the finding. 30 req/s is about twice what the replica
-// carries here: after the step the ttft p99 climbs to 5-15 s and stays there. The decisions show why the policy
-// does not answer in time: (1) the backlog sits in the model server, not in the proxy, so the observation has
-// queueDepth 0 with inFlight 255 against 16 slots, and the admission rule only looks at queueDepth; (2) the learned
-// capacity is 300-1300 req/s for a replica that carries about 18, so the Little's-law caps (3N, relaxed) never
-// bind; (3) the observation window is the collector's 10 s rollup, and its arrival rate counts completions, which
-// fall under overload (9.8 req/s seen for 30 offered). In one run of three the capacity estimate collapsed to 0
-// about 35 s after the step and the caps went to 16/8; in the others nothing bound within 45 s. On failure the
-// test prints the ttft p99 per 10 s, what the load got, and every decision, the last one in full.
-// Since then the controller counts what waits inside the server behind a proxy (controller/live/run.ts); a run
-// after that change still failed the same way (ttft p99 4.9 s after the step, caps relaxed at 714-1119, queue
-// 0 and in-flight 47 observed: this server's scraped running/waiting did not reach the target's signals),
-// while the policy's own prediction said utilization 2.6.
+// What made it pass (it failed through session 8, and its printed evidence showed why): the agent gives a scraped
+// server behind its proxy the proxy's service, so the server's running/waiting and tokens reach the target (and
+// its request counters are not counted twice); the live observation carries those LLM signals (tokens per request:
+// the capacity learned fell from 300-1300 to 20-60 req/s); the queue depth is read from the newest reports, not
+// the settled window; admission predicts the wait from admitted arrivals against throughput and from the queue's
+// own growth, caps capacity by what was measured under backlog, shortens a shed class's queue timeout, and the
+// agent actuator carries that timeout to the agent (it used to keep the agent's 1 s, which was the 1 s p99).
+// The load is set from the replica's capacity measured first, so the step overloads a fast machine and a slow one.
 
 const ADMIN = 'admin-token-load-step-0123456789abcdef'
 const READ = 'read-token-load-step-0123456789abcdef'
@@ -37,9 +32,14 @@ const env = {
   TAILGUARD_AGENT_ADMIN_TOKEN: AGENT_ADMIN,
 }
 const OBJECTIVE_MS = 500
-/** Requests per second before the step (well under one replica's capacity at --hidden 1024) and after it. */
-const BASE_RPS = 10
+/**
+ * Load before the step as a share of what the replica carries (measured first, so the step overloads it on a
+ * fast machine and a slow one alike), and the step: 0.6 × 3 = 1.8 times capacity.
+ */
+const BASE_SHARE = 0.6
 const STEP = 3
+/** From the step to a 10 s ttft p99 under the objective, at most (docs/controller.md states it). */
+const RECOVERY_MS = 45_000
 
 const tempDir = useTempDirs('tg-load-step-')
 const procs: CliProcess[] = []
@@ -55,10 +55,47 @@ interface Decision {
   setpointsAfter: { admission: Array<{ maxConcurrency: number }>; windowMs: number; maxBatch: number }
 }
 
+const completion = (cls: string) => ({
+  path: '/v1/completions',
+  method: 'POST' as const,
+  headers: { 'content-type': 'application/json', 'x-tailguard-priority': cls },
+  body: JSON.stringify({
+    model: 'tailguard-mlp',
+    prompt: 'Tell me about tail latency. '.repeat(4),
+    max_tokens: 16,
+    stream: true,
+  }),
+})
+
+/** What the model server completes per second with `clients` streaming requests always open (closed loop). */
+async function capacityOf(modelUrl: string, clients: number, ms: number): Promise<number> {
+  const pool = new Pool(modelUrl, { connections: clients })
+  const end = performance.now() + ms
+  let done = 0
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < end) {
+        const res = await pool.request(completion('0'))
+        await res.body.dump()
+        done++
+      }
+    }),
+  )
+  const rate = done / ((performance.now() - t0) / 1000)
+  await pool.destroy()
+  return rate
+}
+
 /** Open-loop streaming load through the proxy: `rate()` requests per second, every fifth one class 0. */
 function openLoop(proxyUrl: string, rate: () => number) {
   const pool = new Pool(proxyUrl, { connections: 256 })
   const status = new Map<string, number>()
+  /**
+   * Per request: when it was sent, its class, and its time to first token as the client saw it (Infinity when
+   * it was refused or failed).
+   */
+  const firstTokens: Array<{ atMs: number; cls: string; ms: number }> = []
   let sent = 0
   let due = 0
   let last = performance.now()
@@ -68,28 +105,44 @@ function openLoop(proxyUrl: string, rate: () => number) {
     last = now
     for (; due >= 1; due--) {
       const cls = sent++ % 5 === 0 ? '0' : '1'
+      const t0 = performance.now()
+      const atMs = Date.now()
       pool
-        .request({
-          path: '/v1/completions',
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-tailguard-priority': cls },
-          body: JSON.stringify({
-            model: 'tailguard-mlp',
-            prompt: 'Tell me about tail latency. '.repeat(4),
-            max_tokens: 16,
-            stream: true,
-          }),
-        })
+        .request(completion(cls))
         .then(async (res) => {
-          await res.body.dump()
+          let first = true
+          for await (const _chunk of res.body) {
+            if (first && res.statusCode === 200) firstTokens.push({ atMs, cls, ms: performance.now() - t0 })
+            first = false
+          }
+          if (res.statusCode !== 200 || first) firstTokens.push({ atMs, cls, ms: Infinity })
           const k = `${cls}:${res.statusCode}`
           status.set(k, (status.get(k) ?? 0) + 1)
         })
-        .catch(() => status.set(`${cls}:error`, (status.get(`${cls}:error`) ?? 0) + 1))
+        .catch(() => {
+          firstTokens.push({ atMs, cls, ms: Infinity })
+          status.set(`${cls}:error`, (status.get(`${cls}:error`) ?? 0) + 1)
+        })
     }
   }, 20)
   return {
     status,
+    /** Class `cls`'s share of requests sent in [fromMs, toMs) whose first token came within `ms`, refusals counting as misses (null: none). */
+    attainment(cls: string, fromMs: number, toMs: number, ms: number): { share: number | null; n: number } {
+      const mine = firstTokens.filter((f) => f.cls === cls && f.atMs >= fromMs && f.atMs < toMs)
+      return {
+        share: mine.length > 0 ? mine.filter((f) => f.ms <= ms).length / mine.length : null,
+        n: mine.length,
+      }
+    },
+    /** The client-side first-token p99 of class `cls` over requests sent in [fromMs, toMs) that got a first token. */
+    p99(cls: string, fromMs: number, toMs: number): number | null {
+      const v = firstTokens
+        .filter((f) => f.cls === cls && f.atMs >= fromMs && f.atMs < toMs && Number.isFinite(f.ms))
+        .map((f) => f.ms)
+        .sort((a, b) => a - b)
+      return v.length > 0 ? v[Math.min(v.length - 1, Math.ceil(0.99 * v.length) - 1)]! : null
+    },
     async stop() {
       clearInterval(timer)
       await pool.destroy()
@@ -97,9 +150,8 @@ function openLoop(proxyUrl: string, rate: () => number) {
   }
 }
 
-// Opt-in (TG_LOAD_STEP=1) until the policy answers the step: a test known to fail would keep main red, and a
-// weakened assertion could not fail. Run it with: TG_LOAD_STEP=1 npx vitest run test/e2e/load-step.test.ts
-describe.skipIf(!process.env.TG_LOAD_STEP)('a 3× load step on a live fleet', () => {
+// About a minute of wall time and four processes; TG_SKIP_LOAD_STEP=1 leaves it out of a quick local run.
+describe.skipIf(!!process.env.TG_SKIP_LOAD_STEP)('a 3× load step on a live fleet', () => {
   it('the controller in enforce mode tightens admission and the ttft p99 ends under the objective', async () => {
     const dir = tempDir()
     const [collectorPort, otlpPort, proxyPort] = [await freePort(), await freePort(), await freePort()]
@@ -120,6 +172,11 @@ describe.skipIf(!process.env.TG_LOAD_STEP)('a 3× load step on a live fleet', ()
     procs.push(model)
     const [, modelUrl] = await model.waitFor(/on (http:\/\/[\d.:]+)/, 30_000)
     await collector.waitFor(/listening on http/, 30_000)
+    // The replica's capacity at its running limit, measured on the server before the agent scrapes it.
+    await capacityOf(modelUrl!, 64, 2000) // warm-up: the first seconds run the model cold (JIT, allocation)
+    const capacity = await capacityOf(modelUrl!, 64, 4000)
+    console.log(`capacity of the replica: ${capacity.toFixed(1)} req/s`)
+    const BASE_RPS = BASE_SHARE * capacity
     const config = join(dir, 'tailguard.yaml')
     writeFileSync(
       config,
@@ -219,35 +276,67 @@ controllers:
       rate = BASE_RPS * STEP
       // After the step: an applied decision sheds the low class (its cap below class 0's), and the agent's
       // setpoints show it.
-      const tightened = await eventually(
-        async () =>
-          (await decisions()).find(
-            (d) =>
-              d.outcome === 'applied' &&
-              Date.parse(d.time) > stepAt &&
-              d.setpointsAfter.admission[1]!.maxConcurrency < d.setpointsAfter.admission[0]!.maxConcurrency,
-          ),
-        30_000,
-        1000,
+      const shedding = async () =>
+        (await decisions()).find(
+          (d) =>
+            d.outcome === 'applied' &&
+            Date.parse(d.time) > stepAt &&
+            d.setpointsAfter.admission[1]!.maxConcurrency < d.setpointsAfter.admission[0]!.maxConcurrency,
+        )
+      // The capacity was measured on a shared machine: if the step did not overload the replica (its ttft p99
+      // stays under the objective and nothing is shed), the load steps up by half again, up to twice.
+      let tightened: Decision | undefined
+      for (let tries = 0; tries < 3 && !tightened; tries++) {
+        tightened = await eventually(shedding, 20_000, 1000).catch(() => undefined)
+        if (tightened) break
+        const now = Date.now()
+        const r = await p99(now - 10_000, now)
+        if ((r.quantiles['0.99'] ?? 0) > OBJECTIVE_MS) break
+        rate *= 1.5
+        console.log(
+          `no overload at ${(rate / 1.5).toFixed(1)} req/s (ttft p99 ${r.quantiles['0.99']} ms): ${rate.toFixed(1)} req/s`,
+        )
+      }
+      if (!tightened) tightened = await eventually(shedding, 10_000, 1000)
+      expect(tightened.reason).toMatch(
+        /predicted wait (\d+|∞) ms \(queue \d+, admitted [\d.]+ of [\d.]+ req\/s offered \(utilization ([\d.]+|∞)\)\) > budget/,
       )
-      expect(tightened.reason).toMatch(/predicted wait (\d+|∞) ms \(queue \d+\) > budget/)
-      // Then the p99 the collector reports for the last 10 s is under the objective.
+      const tightenedAt = Date.parse(tightened.time)
+      // Then the p99 the collector reports for the last 10 s is under the objective, within RECOVERY_MS of the
+      // step (the bound docs/controller.md states).
       const end = await eventually(
         async () => {
           const now = Date.now()
+          // A window wholly after the step: one that reaches back before it would pass on the calm before.
+          if (now - 10_000 < stepAt) return null
           const r = await p99(now - 10_000, now)
-          return r.count > 0 && (r.quantiles['0.99'] ?? Infinity) <= OBJECTIVE_MS ? r : null
+          return r.count > 0 && (r.quantiles['0.99'] ?? Infinity) <= OBJECTIVE_MS ? { ...r, now } : null
         },
-        20_000,
-        2000,
+        Math.max(1000, stepAt + RECOVERY_MS - Date.now()),
+        1000,
       )
       expect(end.quantiles['0.99']).toBeLessThanOrEqual(OBJECTIVE_MS)
+      // Class 0, as its clients see it, from one observation window after the shedding began: at least 99% of
+      // its requests get their first token within the objective, while class 1 is what is shed.
+      const settled = tightenedAt + 10_000
+      await new Promise((r) => setTimeout(r, Math.max(0, settled + 17_000 - Date.now())))
+      const class0 = load.attainment('0', settled, Date.now() - 2000, OBJECTIVE_MS)
+      console.log(
+        `step at +0 s; low class shed at +${((tightenedAt - stepAt) / 1000).toFixed(1)} s; ttft p99 (10 s) under ${OBJECTIVE_MS} ms at +${((end.now - stepAt) / 1000).toFixed(1)} s; ` +
+          `class 0 after +${((settled - stepAt) / 1000).toFixed(0)} s: ${((class0.share ?? 0) * 100).toFixed(1)}% of ${class0.n} within ${OBJECTIVE_MS} ms (refusals count as misses); ` +
+          `load: ${JSON.stringify(Object.fromEntries(load.status))}`,
+      )
+      expect(class0.n).toBeGreaterThan(20)
+      expect(class0.share).toBeGreaterThanOrEqual(0.99)
+      expect(load.status.get('1:429') ?? 0).toBeGreaterThan(0)
     } catch (err) {
       // The evidence: ttft p99 per 10 s, what the load got, and every decision with its reason.
       const now = Date.now()
       for (let t = now - 60_000; t < now; t += 10_000) {
         const r = await p99(t, t + 10_000)
-        console.log(`ttft p99 ${new Date(t).toISOString()} +10 s: ${r.quantiles['0.99']} ms (${r.count})`)
+        console.log(
+          `ttft p99 ${new Date(t).toISOString()} +10 s: ${r.quantiles['0.99']} ms (${r.count}); client side class 0 ${load.p99('0', t, t + 10_000)?.toFixed(0)} ms, class 1 ${load.p99('1', t, t + 10_000)?.toFixed(0)} ms`,
+        )
       }
       console.log(Object.fromEntries(load.status))
       console.log(

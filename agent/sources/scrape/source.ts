@@ -22,6 +22,11 @@ export interface ScrapeTarget {
   readonly replica?: string
   /** Scrape period (default 5000 ms). */
   readonly periodMs?: number
+  /**
+   * Whether the server's request counters count as requests of its series (default true). False for a server
+   * behind this agent's proxy, which counts the same requests itself: counted twice, every rate would double.
+   */
+  readonly countRequests?: boolean
 }
 
 /**
@@ -171,8 +176,13 @@ export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOp
       }
     const delta = diffSnapshots(prev, snap)
     for (const e of delta.events) log('warn', `scrape ${target.url}: ${e}`)
-    for (const o of delta.observations)
-      sink?.recordSignals?.(labelsOf(o.model, o.version, kind), o.observation)
+    for (const o of delta.observations) {
+      const { requests: _counted, ...rest } = o.observation
+      sink?.recordSignals?.(
+        labelsOf(o.model, o.version, kind),
+        target.countRequests === false ? rest : o.observation,
+      )
+    }
     prev = snap
     if (status.state !== 'ok')
       log('info', `scrape ${target.url}: ${kind} answering (${snap.models.size} series)`)

@@ -25,7 +25,7 @@ interface AgentSetpoint {
 /**
  * Admission caps through the agent's setpoints API (contract 2): `GET`/`PUT /v1/setpoints` with the
  * controller's fencing token, so a deposed leader's late write is refused (409 TG_ERR_SETPOINTS_FENCED).
- * Each class keeps the queue timeout the agent has.
+ * A class's queue timeout is the policy's when it sets one (deadline-aware dropping), else what the agent has.
  *
  * @example createAgentActuator({ url: 'http://127.0.0.1:4318', token: process.env.TAILGUARD_AGENT_ADMIN_TOKEN })
  */
@@ -65,7 +65,11 @@ export function createAgentActuator(o: AgentActuatorOptions): Actuator {
       for (const s of sp) timeouts.set(s.priorityClass, s.queueTimeoutMs)
       const admission: AdmissionCaps[] = []
       for (const s of sp)
-        admission[s.priorityClass] = { maxQueue: s.maxQueue, maxConcurrency: s.maxConcurrency }
+        admission[s.priorityClass] = {
+          maxQueue: s.maxQueue,
+          maxConcurrency: s.maxConcurrency,
+          ...(s.queueTimeoutMs > 0 ? { queueTimeoutMs: s.queueTimeoutMs } : {}),
+        }
       return { ok: true, reading: { admission } }
     },
     async apply(change, ctx) {
@@ -74,7 +78,10 @@ export function createAgentActuator(o: AgentActuatorOptions): Actuator {
         priorityClass,
         maxConcurrency: Math.min(MAX_CAP, Math.max(0, Math.round(c.maxConcurrency))),
         maxQueue: Math.min(MAX_CAP, Math.max(0, Math.round(c.maxQueue))),
-        queueTimeoutMs: timeouts.get(priorityClass) || o.queueTimeoutMs || 30_000,
+        queueTimeoutMs:
+          c.queueTimeoutMs !== undefined && c.queueTimeoutMs > 0
+            ? Math.min(3_600_000, Math.round(c.queueTimeoutMs))
+            : timeouts.get(priorityClass) || o.queueTimeoutMs || 30_000,
       }))
       const r = await httpJson(`${base}/v1/setpoints`, {
         method: 'PUT',

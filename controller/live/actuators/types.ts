@@ -10,6 +10,8 @@ export type Knob = 'batching' | 'admission' | 'replicas'
 export interface AdmissionCaps {
   readonly maxQueue: number
   readonly maxConcurrency: number
+  /** How long a request of the class may wait in the queue before it is dropped, ms. Optional (absent: as it is). */
+  readonly queueTimeoutMs?: number
 }
 
 /** What an actuator sees of the fleet; each field only when the actuator drives that knob. */

@@ -27,6 +27,23 @@ export interface AdmissionInput {
   readonly queueDepthByClass: readonly number[]
   /** Share of the Little's-law cap lower classes get now (1 = relaxed), from the previous step. */
   readonly lowerShare: number
+  /**
+   * Requests per second offered (admitted and shed) and shed over the last interval. Optional (absent: the
+   * queue alone decides, as if arrivals matched capacity).
+   */
+  readonly offeredRps?: number
+  readonly shedRps?: number
+  /** How fast the queue grew over the last seconds, req/s. Optional (default 0). */
+  readonly queueGrowthRps?: number
+  /** How far ahead the wait is predicted: the control interval, ms. Optional (default 0: the queue now). */
+  readonly horizonMs?: number
+  /**
+   * What the ready replicas serve at all, req/s (above it a queue grows without bound). Optional (default:
+   * `capacityRps`, the throughput within the objective, which is lower).
+   */
+  readonly throughputRps?: number
+  /** Appended to the capacity part of the reason (e.g. where the capacity came from). */
+  readonly note?: string
 }
 
 /** The caps, the new lower-class share and the reason. */
@@ -34,6 +51,8 @@ export interface AdmissionChoice {
   readonly caps: readonly ClassCaps[]
   readonly lowerShare: number
   readonly predictedWaitMs: number
+  /** Admitted arrivals over capacity (0 when no arrival rate was given). */
+  readonly utilization: number
   readonly reason: string
 }
 
@@ -41,40 +60,69 @@ export interface AdmissionChoice {
 export const MIN_LOWER_SHARE = 0.05
 
 /**
- * Chooses caps. Class 0 always gets the full Little's-law cap N = slots + capacity × queue budget; while the
- * predicted wait (queue depth / capacity) exceeds the queue budget, the lower classes' share of N halves each
- * step (down to 5%), lowest class first (class k gets share^k); once the wait fits, the share doubles back to 1.
- * Relaxed caps are 3N, so that they never bind in normal operation.
+ * Chooses caps. Class 0 always gets the full Little's-law cap N = slots + capacity × queue budget. The predicted
+ * wait is what the queue needs to drain one interval from now: (queue + growth × interval) / capacity, with
+ * growth the larger of admitted − throughput and the queue's own measured growth, so arrivals beyond capacity count before they have built a queue (utilization above 1 is a
+ * growing wait, not a number to report). While it exceeds the queue budget the lower classes' share of N
+ * halves each step (down to 5%), lowest class first (class k gets share^k). Once it fits, the share doubles
+ * back only if the requests shed now would fit too (admitted plus what one more doubling lets in stays under
+ * 90% of throughput); otherwise it holds, so the caps do not swing between shedding and a queue. Relaxed caps
+ * are 3N, so that they never bind in normal operation. While shedding, a lower class's queue timeout shrinks by
+ * its share too.
  *
  * @example chooseAdmission({ classes: 2, capacityRps: 1000, inServiceSlots: 32, queueBudgetMs: 50, deadlineMs: 90, queueDepth: 0, queueDepthByClass: [0, 0], lowerShare: 1 }).caps[1].maxConcurrency // 246
  */
 export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
   const n = Math.max(1, Math.floor(i.inServiceSlots + (i.capacityRps * i.queueBudgetMs) / 1000))
-  const predictedWaitMs = i.capacityRps > 0 ? (i.queueDepth / i.capacityRps) * 1000 : Infinity
+  const offered = i.offeredRps ?? 0
+  const shed = Math.min(offered, i.shedRps ?? 0)
+  const admitted = offered - shed
+  const throughput = i.throughputRps ?? i.capacityRps
+  const growth = Math.max(i.offeredRps !== undefined ? admitted - throughput : 0, i.queueGrowthRps ?? 0, 0)
+  const horizonS = (i.horizonMs ?? 0) / 1000
+  const predictedWaitMs =
+    i.capacityRps > 0 ? ((i.queueDepth + growth * horizonS) / i.capacityRps) * 1000 : Infinity
+  const utilization = throughput > 0 ? admitted / throughput : admitted > 0 ? Infinity : 0
   const over = predictedWaitMs > i.queueBudgetMs
   let lowerShare = i.lowerShare
-  if (over) lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
-  else lowerShare = Math.min(1, lowerShare * 2)
+  let step: 'tighten' | 'relax' | 'hold'
+  if (over) step = 'tighten'
+  else if (lowerShare >= 1) step = 'relax'
+  else {
+    // Doubling the share lets in up to as many shed requests again as it admits of the lower classes now.
+    const more = Math.min(shed, admitted * Math.min(1, lowerShare))
+    step = admitted + more <= 0.9 * throughput ? 'relax' : 'hold'
+  }
+  if (step === 'tighten') lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
+  else if (step === 'relax') lowerShare = Math.min(1, lowerShare * 2)
   const relaxed = lowerShare >= 1
   const caps: ClassCaps[] = []
   for (let c = 0; c < i.classes; c++) {
     const share = c === 0 ? 1 : lowerShare ** c
     const maxConcurrency = relaxed ? 3 * n : Math.max(1, Math.floor(n * share))
+    // A shed class waits less, by its share: a request that waits to the deadline and is then served misses the
+    // objective anyway, and one that is refused at once can go elsewhere (shed early, not late).
     caps.push({
       maxQueue: Number.MAX_SAFE_INTEGER,
       maxConcurrency,
-      queueTimeoutMs: Math.max(1, i.deadlineMs),
+      queueTimeoutMs: Math.max(1, Math.floor(i.deadlineMs * (relaxed ? 1 : share))),
     })
   }
+  const load =
+    i.offeredRps !== undefined
+      ? `, admitted ${admitted.toFixed(1)} of ${offered.toFixed(1)} req/s offered (utilization ${Number.isFinite(utilization) ? utilization.toFixed(2) : '∞'})`
+      : ''
   const reason =
-    `admission: Little's law N = ${i.inServiceSlots.toFixed(0)} in service + ${i.capacityRps.toFixed(1)} req/s × ${i.queueBudgetMs.toFixed(0)} ms = ${n}; ` +
-    `predicted wait ${Number.isFinite(predictedWaitMs) ? predictedWaitMs.toFixed(0) : '∞'} ms (queue ${i.queueDepth}) ${over ? '>' : '≤'} budget ${i.queueBudgetMs.toFixed(0)} ms → ` +
+    `admission: Little's law N = ${i.inServiceSlots.toFixed(0)} in service + ${i.capacityRps.toFixed(1)} req/s × ${i.queueBudgetMs.toFixed(0)} ms = ${n}${i.note ?? ''}; ` +
+    `predicted wait ${Number.isFinite(predictedWaitMs) ? predictedWaitMs.toFixed(0) : '∞'} ms (queue ${i.queueDepth}${load}) ${over ? '>' : '≤'} budget ${i.queueBudgetMs.toFixed(0)} ms → ` +
     (relaxed
       ? `relaxed (caps ${3 * n})`
       : `class 0 cap ${n}, lower classes ${caps
           .slice(1)
           .map((c) => c.maxConcurrency)
-          .join('/')} (share ${(lowerShare * 100).toFixed(0)}%)`) +
-    `; drop after ${i.deadlineMs.toFixed(0)} ms in queue`
-  return { caps, lowerShare, predictedWaitMs, reason }
+          .join(
+            '/',
+          )} (share ${(lowerShare * 100).toFixed(0)}%${step === 'hold' ? ', held: what is shed would not fit yet' : ''})`) +
+    `; drop after ${caps.map((c) => c.queueTimeoutMs.toFixed(0)).join('/')} ms in queue`
+  return { caps, lowerShare, predictedWaitMs, utilization, reason }
 }

@@ -44,6 +44,13 @@ export interface TailguardState {
   /** Error-budget burn rate, smoothed over about a minute. */
   readonly burn: number
   readonly lastLongRps: number
+  /**
+   * Completions per second per ready replica measured while a backlog waited (what a replica really carries),
+   * raised by any higher throughput seen since; null until a saturated interval has been seen.
+   */
+  readonly servedCeiling: number | null
+  /** Recent queue depths (for its growth rate: arrivals counted at completion lag behind a growing queue). */
+  readonly queueSeen: ReadonlyArray<{ readonly atMs: number; readonly depth: number }>
   /** Why the policy is holding, and since when (null when acting). */
   readonly holding: string | null
   readonly holdingSinceMs: number
@@ -93,9 +100,27 @@ function initState(initial: Setpoints): TailguardState {
     lastBatchingMs: -Infinity,
     burn: 0,
     lastLongRps: 0,
+    servedCeiling: null,
+    queueSeen: [],
     holding: null,
     holdingSinceMs: 0,
   }
+}
+
+/**
+ * The throughput ceiling per replica: completions per second per ready replica while requests waited (a
+ * backlog at the end of the interval and on average through it) is what a replica carries, whatever the
+ * model says; outside saturation, a higher throughput than the ceiling raises it.
+ */
+function servedCeiling(prev: number | null, obs: FleetObservation): number | null {
+  const ready = Math.max(1, obs.replicas.ready)
+  const perReplica = obs.completed / (obs.intervalMs / 1000) / ready
+  if (!(perReplica > 0)) return prev
+  const w = Math.min(...Object.keys(obs.concurrency).map(Number))
+  const meanInSystem = Number.isFinite(w) ? (obs.concurrency[w] ?? 0) : 0
+  const saturated = obs.queueDepth > 0 && meanInSystem > obs.inFlight
+  if (saturated) return prev === null ? perReplica : prev + 0.5 * (perReplica - prev)
+  return prev !== null && perReplica > prev ? perReplica : prev
 }
 
 function step(
@@ -147,6 +172,18 @@ function step(
   // A backlog must drain as well: add what clears it over the forecast horizon (at least 30 s).
   const backlogRps = obs.queueDepth / Math.max(30, o.coldStartMs / 1000)
   const target = (forecast.rps + backlogRps) * (1 + headroom)
+  const ceiling = servedCeiling(state.servedCeiling, obs)
+  // The queue's growth over at least 3 s (shorter spans are noise): under overload, requests that wait are
+  // in no count yet, so counts alone see the overload one observation window late.
+  const queueSeen = [
+    ...state.queueSeen.filter((q) => now - q.atMs <= 10_000),
+    { atMs: now, depth: obs.queueDepth },
+  ]
+  const oldest = queueSeen[0]!
+  const queueGrowthRps =
+    now - oldest.atMs >= 3000
+      ? Math.max(0, (obs.queueDepth - oldest.depth) / ((now - oldest.atMs) / 1000))
+      : 0
   const base: TailguardState = {
     ...state,
     llm: kind,
@@ -154,6 +191,8 @@ function step(
     burn,
     rates,
     lastLongRps: longRate(obs),
+    servedCeiling: ceiling,
+    queueSeen,
     holding: null,
   }
   const actions: Action[] = []
@@ -264,11 +303,18 @@ function step(
   // Admission.
   if (o.features.admission) {
     const readyReplicas = Math.max(1, obs.replicas.ready)
-    const capacity = capacityRps(
-      (rps) => predict(readyReplicas, rps),
-      (p) => p.valueMs <= o.sloMs,
-      Math.max(1, target),
-    )
+    const at = (rps: number) => predict(readyReplicas, rps)
+    let capacity = capacityRps(at, (p) => p.valueMs <= o.sloMs, Math.max(1, target))
+    // What the ready replicas can serve at all (the prediction stays finite), and the measured ceiling when a
+    // backlog has shown it lower: then the model's capacity shrinks by the same factor.
+    let throughput = capacityRps(at, (p) => Number.isFinite(p.valueMs), Math.max(1, target))
+    let ceilingWhy = ''
+    if (ceiling !== null && ceiling * readyReplicas < throughput) {
+      const f = (ceiling * readyReplicas) / throughput
+      capacity *= f
+      throughput = ceiling * readyReplicas
+      ceilingWhy = `; measured under backlog ${ceiling.toFixed(1)} req/s/replica, model ×${f.toFixed(2)}`
+    }
     const slots = llm ? readyReplicas * llmSlots(learned, next.maxBatch) : readyReplicas * next.maxBatch
     const serviceMs = llm
       ? firstTokenEstimate(learned)
@@ -276,15 +322,22 @@ function step(
     const queueBudgetMs =
       llm && o.metric === 'ttft' ? Math.max(1, o.sloMs - serviceMs) : o.sloMs * o.queueShare
     const deadlineMs = Math.max(1, o.sloMs - (llm ? 0.5 * serviceMs : serviceMs))
+    const seconds = obs.intervalMs / 1000
     const choice = chooseAdmission({
       classes: Math.max(state.classes, obs.queueDepthByClass.length),
       capacityRps: capacity,
+      throughputRps: throughput,
       inServiceSlots: slots,
       queueBudgetMs,
       deadlineMs,
       queueDepth: obs.queueDepth,
       queueDepthByClass: obs.queueDepthByClass,
       lowerShare: state.lowerShare,
+      offeredRps: (obs.completed + obs.shed) / seconds,
+      shedRps: obs.shed / seconds,
+      queueGrowthRps,
+      horizonMs: obs.intervalMs,
+      note: ceilingWhy,
     })
     const prev = state.caps
     choice.caps.forEach((c, k) => {

@@ -32,15 +32,15 @@ afterEach(async () => {
 const track = <T extends TestServer>(s: T): T => (servers.push(s), s)
 
 describe('agent setpoints actuator (contract 2)', () => {
-  it('reads and puts admission caps with the fencing token, keeping each class queue timeout', async () => {
+  it('reads and puts admission caps with the fencing token, keeping a class queue timeout the policy does not set', async () => {
     const agent = track(await startFakeAgent({ token: TOKEN }))
     const a = createAgentActuator({ url: agent.url, token: TOKEN })
     expect(await a.read()).toEqual({
       ok: true,
       reading: {
         admission: [
-          { maxQueue: 64, maxConcurrency: 16 },
-          { maxQueue: 64, maxConcurrency: 16 },
+          { maxQueue: 64, maxConcurrency: 16, queueTimeoutMs: 2000 },
+          { maxQueue: 64, maxConcurrency: 16, queueTimeoutMs: 2000 },
         ],
       },
     })
@@ -48,7 +48,7 @@ describe('agent setpoints actuator (contract 2)', () => {
       {
         admission: [
           { maxQueue: 64, maxConcurrency: 16 },
-          { maxQueue: 4, maxConcurrency: 2 },
+          { maxQueue: 4, maxConcurrency: 2, queueTimeoutMs: 25 },
         ],
       },
       ctx,
@@ -58,7 +58,7 @@ describe('agent setpoints actuator (contract 2)', () => {
     expect(put).toEqual({
       admission: [
         { priorityClass: 0, maxConcurrency: 16, maxQueue: 64, queueTimeoutMs: 2000 },
-        { priorityClass: 1, maxConcurrency: 2, maxQueue: 4, queueTimeoutMs: 2000 },
+        { priorityClass: 1, maxConcurrency: 2, maxQueue: 4, queueTimeoutMs: 25 },
       ],
       fencingToken: 3,
       source: 'tailguard-controller/chat',

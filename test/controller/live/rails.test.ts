@@ -38,6 +38,23 @@ describe('safety rails', () => {
     expect(applyRails([], sp(8), rails, r3.state).actions).toEqual([])
   })
 
+  it('carries an admission action’s queue timeout, and a timeout change alone is a change', () => {
+    const adm = (queueTimeoutMs?: number): Action => ({
+      kind: 'admission',
+      priorityClass: 1,
+      maxQueue: 64,
+      maxConcurrency: 16,
+      ...(queueTimeoutMs !== undefined ? { queueTimeoutMs } : {}),
+      reason: 'shed',
+    })
+    const r = applyRails([adm(23.4)], sp(2), rails, INITIAL_RAIL_STATE)
+    expect(r.actions).toEqual([
+      expect.objectContaining({ kind: 'admission', maxConcurrency: 16, queueTimeoutMs: 23 }),
+    ])
+    // Same caps and no timeout: nothing to send.
+    expect(applyRails([adm()], sp(2), rails, INITIAL_RAIL_STATE).actions).toEqual([])
+  })
+
   it('never goes below the minimum, not even to zero', () => {
     const r = applyRails([scale(0)], sp(1), rails, INITIAL_RAIL_STATE)
     expect(r.actions).toEqual([])

@@ -186,3 +186,33 @@ describe('createScrapeSource against a real HTTP server', () => {
     expect(logs.some((l) => l.includes('not answering: HTTP 503'))).toBe(true)
   })
 })
+
+describe('a scraped server behind the agent’s own proxy', () => {
+  it('keeps its gauges and tokens but not its request counts, which the proxy counts already', async () => {
+    const drained = async (countRequests: boolean | undefined) => {
+      let body = VLLM
+      const recorder = createRecorder()
+      const source = createScrapeSource(
+        {
+          url: 'http://127.0.0.1:8000/metrics',
+          kind: 'vllm',
+          service: 'chat',
+          periodMs: 60_000,
+          ...(countRequests !== undefined ? { countRequests } : {}),
+        },
+        { node: 'n1', fetch: async () => new Response(body) },
+      )
+      for (let i = 1; i <= 2; i++) {
+        body = set(set(VLLM, 'vllm:request_success_total{', 4 * i), 'vllm:generation_tokens_total{', 64 * i)
+        void source.start(recorder)
+        await source.stop()
+      }
+      return recorder.drain().series[0]!
+    }
+    const counted = await drained(undefined)
+    const proxied = await drained(false)
+    expect(counted.requests?.ok).toBeGreaterThan(0)
+    expect(proxied.requests?.ok ?? 0).toBe(0)
+    expect(proxied.signals?.counters?.outputTokens).toBe(counted.signals?.counters?.outputTokens)
+  })
+})

@@ -269,7 +269,9 @@ describe('tailguard: admission', () => {
     if (c0.kind !== 'admission' || c1.kind !== 'admission') throw new Error('no admission')
     expect(c1.maxConcurrency).toBeLessThan(c0.maxConcurrency)
     expect(c1.maxConcurrency).toBeGreaterThanOrEqual(1)
-    expect(c1.reason).toMatch(/predicted wait \d+ ms \(queue 5000\) > budget 50 ms/)
+    expect(c1.reason).toMatch(
+      /predicted wait \d+ ms \(queue 5000, admitted [\d.]+ of [\d.]+ req\/s offered \(utilization [\d.]+\)\) > budget 50 ms/,
+    )
     expect(c0.queueTimeoutMs).toBeGreaterThan(0)
     const relaxed = at(16_000, 1)!
     expect(relaxed.kind === 'admission' && relaxed.maxConcurrency).toBeGreaterThan(c1.maxConcurrency)
