@@ -60,15 +60,14 @@ export interface AdmissionChoice {
 export const MIN_LOWER_SHARE = 0.05
 
 /**
- * Chooses caps. Class 0 always gets the full Little's-law cap N = slots + capacity × queue budget. The predicted
- * wait is what the queue needs to drain one interval from now: (queue + growth × interval) / capacity, with
- * growth the larger of admitted − throughput and the queue's own measured growth, so arrivals beyond capacity count before they have built a queue (utilization above 1 is a
- * growing wait, not a number to report). While it exceeds the queue budget the lower classes' share of N
- * halves each step (down to 5%), lowest class first (class k gets share^k). Once it fits, the share doubles
- * back only if the requests shed now would fit too (admitted plus what one more doubling lets in stays under
- * 90% of throughput); otherwise it holds, so the caps do not swing between shedding and a queue. Relaxed caps
- * are 3N, so that they never bind in normal operation. While shedding, a lower class's queue timeout shrinks by
- * its share too.
+ * Chooses caps. Class 0 always gets the full Little's-law cap N = slots + capacity × queue budget. The
+ * predicted wait is what the queue needs to drain one interval from now: (queue + growth × interval) /
+ * capacity, with growth the larger of admitted − throughput and the queue's own measured growth, so arrivals
+ * beyond capacity count before they have built a queue. While it exceeds the queue budget the lower classes'
+ * share of N halves each step (down to 5%), lowest class first (class k gets share^k); once it fits, the
+ * share doubles back (a doubling that lets in more than fits shows as growth at once and halves again).
+ * Relaxed caps are 3N, so that they never bind in normal operation. While shedding, a lower class's queue
+ * timeout shrinks by its share too.
  *
  * @example chooseAdmission({ classes: 2, capacityRps: 1000, inServiceSlots: 32, queueBudgetMs: 50, deadlineMs: 90, queueDepth: 0, queueDepthByClass: [0, 0], lowerShare: 1 }).caps[1].maxConcurrency // 246
  */
@@ -85,16 +84,8 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
   const utilization = throughput > 0 ? admitted / throughput : admitted > 0 ? Infinity : 0
   const over = predictedWaitMs > i.queueBudgetMs
   let lowerShare = i.lowerShare
-  let step: 'tighten' | 'relax' | 'hold'
-  if (over) step = 'tighten'
-  else if (lowerShare >= 1) step = 'relax'
-  else {
-    // Doubling the share lets in up to as many shed requests again as it admits of the lower classes now.
-    const more = Math.min(shed, admitted * Math.min(1, lowerShare))
-    step = admitted + more <= 0.9 * throughput ? 'relax' : 'hold'
-  }
-  if (step === 'tighten') lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
-  else if (step === 'relax') lowerShare = Math.min(1, lowerShare * 2)
+  if (over) lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
+  else lowerShare = Math.min(1, lowerShare * 2)
   const relaxed = lowerShare >= 1
   const caps: ClassCaps[] = []
   for (let c = 0; c < i.classes; c++) {
@@ -120,9 +111,7 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
       : `class 0 cap ${n}, lower classes ${caps
           .slice(1)
           .map((c) => c.maxConcurrency)
-          .join(
-            '/',
-          )} (share ${(lowerShare * 100).toFixed(0)}%${step === 'hold' ? ', held: what is shed would not fit yet' : ''})`) +
+          .join('/')} (share ${(lowerShare * 100).toFixed(0)}%)`) +
     `; drop after ${caps.map((c) => c.queueTimeoutMs.toFixed(0)).join('/')} ms in queue`
   return { caps, lowerShare, predictedWaitMs, utilization, reason }
 }

@@ -109,16 +109,18 @@ function initState(initial: Setpoints): TailguardState {
 
 /**
  * The throughput ceiling per replica: completions per second per ready replica while requests waited (a
- * backlog at the end of the interval and on average through it) is what a replica carries, whatever the
- * model says; outside saturation, a higher throughput than the ceiling raises it.
+ * backlog at the end of the interval and on average through it) and the admission caps were relaxed is what a
+ * replica carries, whatever the model says; a higher throughput than the ceiling raises it at any time.
  */
-function servedCeiling(prev: number | null, obs: FleetObservation): number | null {
+function servedCeiling(prev: number | null, obs: FleetObservation, capsBind: boolean): number | null {
   const ready = Math.max(1, obs.replicas.ready)
   const perReplica = obs.completed / (obs.intervalMs / 1000) / ready
   if (!(perReplica > 0)) return prev
   const w = Math.min(...Object.keys(obs.concurrency).map(Number))
   const meanInSystem = Number.isFinite(w) ? (obs.concurrency[w] ?? 0) : 0
-  const saturated = obs.queueDepth > 0 && meanInSystem > obs.inFlight
+  // While the policy's own caps bind, a queue waits in front of them, not in front of busy replicas: what
+  // completes then is what the caps let through, and taking it for the ceiling would tighten the caps further.
+  const saturated = !capsBind && obs.queueDepth > 0 && meanInSystem > obs.inFlight
   if (saturated) return prev === null ? perReplica : prev + 0.5 * (perReplica - prev)
   return prev !== null && perReplica > prev ? perReplica : prev
 }
@@ -172,7 +174,7 @@ function step(
   // A backlog must drain as well: add what clears it over the forecast horizon (at least 30 s).
   const backlogRps = obs.queueDepth / Math.max(30, o.coldStartMs / 1000)
   const target = (forecast.rps + backlogRps) * (1 + headroom)
-  const ceiling = servedCeiling(state.servedCeiling, obs)
+  const ceiling = servedCeiling(state.servedCeiling, obs, state.lowerShare < 1)
   // The queue's growth over at least 3 s (shorter spans are noise): under overload, requests that wait are
   // in no count yet, so counts alone see the overload one observation window late.
   const queueSeen = [
