@@ -42,6 +42,12 @@ export interface AdmissionInput {
    * `capacityRps`, the throughput within the objective, which is lower).
    */
   readonly throughputRps?: number
+  /**
+   * Whether the share may double back now. Optional (default true). The policy allows it once per observation
+   * window: a window that still holds the shedding step shows a low admitted rate, and relaxing on it again and
+   * again opens the gates before the effect of the first relax can show (seen live: 5% to relaxed in 5 s).
+   */
+  readonly mayRelax?: boolean
   /** Appended to the capacity part of the reason (e.g. where the capacity came from). */
   readonly note?: string
 }
@@ -65,7 +71,7 @@ export const MIN_LOWER_SHARE = 0.05
  * capacity, with growth the larger of admitted − throughput and the queue's own measured growth, so arrivals
  * beyond capacity count before they have built a queue. While it exceeds the queue budget the lower classes'
  * share of N halves each step (down to 5%), lowest class first (class k gets share^k); once it fits, the
- * share doubles back (a doubling that lets in more than fits shows as growth at once and halves again).
+ * share doubles back, at most once per observation window (`mayRelax`).
  * Relaxed caps are 3N, so that they never bind in normal operation. While shedding, a lower class's queue
  * timeout shrinks by its share too.
  *
@@ -85,7 +91,7 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
   const over = predictedWaitMs > i.queueBudgetMs
   let lowerShare = i.lowerShare
   if (over) lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
-  else lowerShare = Math.min(1, lowerShare * 2)
+  else if (i.mayRelax !== false) lowerShare = Math.min(1, lowerShare * 2)
   const relaxed = lowerShare >= 1
   const caps: ClassCaps[] = []
   for (let c = 0; c < i.classes; c++) {

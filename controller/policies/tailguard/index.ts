@@ -49,6 +49,8 @@ export interface TailguardState {
    * raised by any higher throughput seen since; null until a saturated interval has been seen.
    */
   readonly servedCeiling: number | null
+  /** When the lower classes' share last doubled back (relaxing waits for a fresh observation window). */
+  readonly lastRelaxMs: number
   /** Recent queue depths (for its growth rate: arrivals counted at completion lag behind a growing queue). */
   readonly queueSeen: ReadonlyArray<{ readonly atMs: number; readonly depth: number }>
   /** Why the policy is holding, and since when (null when acting). */
@@ -102,6 +104,7 @@ function initState(initial: Setpoints): TailguardState {
     lastLongRps: 0,
     servedCeiling: null,
     queueSeen: [],
+    lastRelaxMs: -Infinity,
     holding: null,
     holdingSinceMs: 0,
   }
@@ -339,6 +342,7 @@ function step(
       shedRps: obs.shed / seconds,
       queueGrowthRps,
       horizonMs: obs.intervalMs,
+      mayRelax: now - state.lastRelaxMs >= obs.intervalMs,
       note: ceilingWhy,
     })
     const prev = state.caps
@@ -363,7 +367,13 @@ function step(
       const sent = actions.some((a) => a.kind === 'admission' && a.priorityClass === k)
       return sent || !p ? c : p
     })
-    next = { ...next, caps, lowerShare: choice.lowerShare, classes: caps.length }
+    next = {
+      ...next,
+      caps,
+      lowerShare: choice.lowerShare,
+      classes: caps.length,
+      lastRelaxMs: choice.lowerShare > state.lowerShare ? now : state.lastRelaxMs,
+    }
   }
   return { state: next, actions }
 }
