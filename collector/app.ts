@@ -6,6 +6,7 @@ import fastifySwagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Registry } from 'prom-client'
 import { createTokenAuth } from './auth.js'
+import { registerEtags } from './etag.js'
 import type { Scope, TokenEntry } from './auth.js'
 import { BadRequest, TailguardError } from './errors.js'
 import { DEFAULT_SERVER_TIMEOUTS, serverTimeoutOptions } from './http-limits.js'
@@ -191,6 +192,7 @@ export async function buildCollector(
   await app.register(metricsRoutes)
   await app.register(
     async (api) => {
+      await registerEtags(api)
       await api.register(reportRoutes, { bodyLimit: opts.reportBodyLimitBytes })
       await api.register(queryRoutes)
       await api.register(gpuRoutes)

@@ -38,10 +38,45 @@ export async function apiGet<T>(
   token: string,
   signal?: AbortSignal,
 ): Promise<T> {
+  const res = await fetchApi('GET', pathWithQuery(path, params), undefined, token, signal)
+  return parseAnswer<T>(res)
+}
+
+/** What {@link apiGetIfChanged} resolves with: the body and its `ETag`, or `unchanged` for a 304. */
+export type Conditional<T> =
+  | { readonly kind: 'changed'; readonly body: T; readonly etag: string | null }
+  | { readonly kind: 'unchanged' }
+
+/**
+ * Like {@link apiGet}, but sends `If-None-Match: <etag>` when `etag` is given (the `ETag` of the last answer), so
+ * that the collector answers `304 Not Modified` with no body when nothing changed: polling then costs neither the
+ * body nor a parse nor a render.
+ *
+ * @example
+ * ```ts
+ * const got = await apiGetIfChanged<ServicesResponse>('services', {}, token, lastEtag)
+ * if (got.kind === 'changed') { show(got.body); lastEtag = got.etag }
+ * ```
+ */
+export async function apiGetIfChanged<T>(
+  path: string,
+  params: Readonly<Record<string, string | undefined>>,
+  token: string,
+  etag: string | null,
+  signal?: AbortSignal,
+): Promise<Conditional<T>> {
+  const extra = etag !== null ? { 'if-none-match': etag } : undefined
+  const res = await fetchApi('GET', pathWithQuery(path, params), undefined, token, signal, extra)
+  if (res.status === 304) return { kind: 'unchanged' }
+  const body = await parseAnswer<T>(res)
+  return { kind: 'changed', body, etag: res.headers.get('etag') }
+}
+
+function pathWithQuery(path: string, params: Readonly<Record<string, string | undefined>>): string {
   const query = new URLSearchParams()
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') query.set(k, v)
   const qs = query.toString()
-  return request<T>('GET', `${path}${qs ? `?${qs}` : ''}`, undefined, token, signal)
+  return `${path}${qs ? `?${qs}` : ''}`
 }
 
 /**
@@ -67,11 +102,29 @@ async function request<T>(
   token: string,
   signal?: AbortSignal,
 ): Promise<T> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
+  return parseAnswer<T>(await fetchApi(method, pathAndQuery, body, token, signal))
+}
+
+/**
+ * Sends one request. `cache: 'no-store'` keeps the browser's HTTP cache out of the way: conditional requests are
+ * made here ({@link apiGetIfChanged}), and their 304 reaches the caller as it is.
+ */
+async function fetchApi(
+  method: string,
+  pathAndQuery: string,
+  body: unknown,
+  token: string,
+  signal?: AbortSignal,
+  extraHeaders?: Readonly<Record<string, string>>,
+): Promise<Response> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${token}`,
+    accept: 'application/json',
+    ...extraHeaders,
+  }
   if (body !== undefined) headers['content-type'] = 'application/json'
-  let res: Response
   try {
-    res = await fetch(`api/v1/${pathAndQuery}`, {
+    return await fetch(`api/v1/${pathAndQuery}`, {
       method,
       headers,
       signal,
@@ -82,6 +135,9 @@ async function request<T>(
     if (signal?.aborted) throw err
     throw new ApiError(0, 'NETWORK', 'the collector could not be reached')
   }
+}
+
+async function parseAnswer<T>(res: Response): Promise<T> {
   let parsed: unknown = null
   try {
     parsed = res.status === 204 ? null : await res.json()

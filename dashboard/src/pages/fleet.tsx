@@ -6,8 +6,9 @@ import { StateMessage } from '../components/state-message.js'
 import { TableHead } from '../components/table-head.js'
 import { useApi } from '../hooks/use-api.js'
 import { useSlos } from '../hooks/use-slos.js'
-import { fleetRows, fleetTotals } from '../lib/fleet.js'
-import type { FleetResponse, FleetRow } from '../lib/fleet.js'
+import { costByService, fleetRows, fleetTotals } from '../lib/fleet.js'
+import type { FleetResponse, FleetRow, ServiceCost } from '../lib/fleet.js'
+import type { FiguresResponse } from '../lib/live-transforms.js'
 import { formatMs, formatPercent, formatRate } from '../lib/format.js'
 import { SERVICE_ROUTE_DEFAULTS, formatRoute } from '../lib/route.js'
 import type { FleetRoute, Route } from '../lib/route.js'
@@ -25,7 +26,18 @@ const ATTENTION_TEXT: Record<FleetRow['attention'], string> = {
   idle: 'no traffic',
 }
 
-function FleetTableRow({ row, range, gpus }: { row: FleetRow; range: string; gpus: boolean }) {
+function FleetTableRow({
+  row,
+  range,
+  gpus,
+  cost,
+}: {
+  row: FleetRow
+  range: string
+  gpus: boolean
+  /** The cost column's value for this row; undefined when the page has no cost column. */
+  cost: ServiceCost | null | undefined
+}) {
   const href = formatRoute({
     page: 'service',
     service: row.service,
@@ -88,6 +100,11 @@ function FleetTableRow({ row, range, gpus }: { row: FleetRow; range: string; gpu
             : `${formatPercent(row.gpus.utilPct === null ? null : row.gpus.utilPct / 100)} of ${row.gpus.count}`}
         </td>
       ) : null}
+      {cost !== undefined ? (
+        <td className="num" data-field="cost" title={cost?.reason}>
+          {cost?.usd == null ? '–' : `$${cost.usd.toFixed(2)}`}
+        </td>
+      ) : null}
     </tr>
   )
 }
@@ -104,10 +121,15 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
   const range = timeRange(route.range)
   const fleet = useApi<FleetResponse>('fleet', { from: range.from, to: 'now' }, REFRESH_MS)
   const slos = useSlos(REFRESH_MS)
+  // Cost per million requests over the same range, priced by the collector from its GPU-hour prices.
+  const figures = useApi<FiguresResponse>('figures', { window: range.key }, REFRESH_MS)
   const rows = fleet.response ? fleetRows(fleet.response.services, slos.response?.slos ?? []) : []
   const totals = fleetTotals(rows)
   // The GPU column only where some service's replicas hold a GPU (a fleet without NVML or DCGM has none).
   const withGpus = rows.some((r) => r.gpus.count > 0)
+  // The cost column only where some service has a cost (none without a GPU price in the collector's config).
+  const costs = figures.response ? costByService(figures.response) : new Map<string, ServiceCost>()
+  const withCost = [...costs.values()].some((c) => c.usd !== null)
   let body
   if (fleet.status === 'loading') body = <StateMessage state="loading">Loading the fleet…</StateMessage>
   else if (!fleet.response)
@@ -137,11 +159,18 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
               { label: 'shed', num: true },
               { label: 'replicas', num: true },
               withGpus && { label: 'GPU util', num: true },
+              withCost && { label: '$ / 1M requests', num: true },
             ]}
           />
           <tbody>
             {rows.map((r) => (
-              <FleetTableRow key={r.service} row={r} range={range.key} gpus={withGpus} />
+              <FleetTableRow
+                key={r.service}
+                row={r}
+                range={range.key}
+                gpus={withGpus}
+                cost={withCost ? (costs.get(r.service) ?? null) : undefined}
+              />
             ))}
           </tbody>
         </table>
