@@ -20,7 +20,7 @@ import type {
   DecisionsResponse,
 } from '../../dashboard/src/lib/controller.js'
 import { formatMs, formatPercent } from '../../dashboard/src/lib/format.js'
-import { lastValue, SIGNAL_PANELS, signalRows } from '../../dashboard/src/lib/signals.js'
+import { lastValue, shedPanel, SIGNAL_PANELS, signalRows } from '../../dashboard/src/lib/signals.js'
 import type { RequestsResponse, SignalSeriesResponse } from '../../dashboard/src/lib/signals.js'
 import {
   browserTestsRun,
@@ -129,6 +129,18 @@ async function startBackend(): Promise<Backend> {
             source: 'scrape:vllm',
           },
         },
+      })
+      // What the proxy in front of the replica records: its admission control, shedding class 1 now and then.
+      recorder.recordSignals(labels, {
+        source: 'proxy',
+        byClass: [
+          { priorityClass: 0, admitted: 4 },
+          {
+            priorityClass: 1,
+            admitted: 16,
+            ...(i % 3 === 0 ? { shed: { queue_timeout: 3, concurrency: 1 } } : {}),
+          },
+        ],
       })
     })
     const labels = {
@@ -485,7 +497,17 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
     expect(await page.locator('section:has([data-chart="kv-cache"]) .now-value').textContent()).toBe(
       `KV cache now ${formatPercent(lastValue(kv, 'kv'))}`,
     )
-    expect(await page.locator('[data-sources]').getAttribute('data-sources')).toBe('scrape:vllm')
+    expect(await page.locator('[data-sources]').getAttribute('data-sources')).toBe('proxy,scrape:vllm')
+    // Shed by class: class 1 only (class 0 shed nothing), one dot per bucket with shedding, the reasons named.
+    const shed = shedPanel(signals)!
+    expect(shed.lines.map((l) => l.label)).toEqual(['class 1'])
+    const shedRows = signalRows(signals, shed.lines)
+    const shedChart = page.locator('[data-chart="shed-by-class"]')
+    await shedChart.waitFor()
+    expect(Number(await shedChart.getAttribute('data-points'))).toBe(shedRows.length)
+    expect(await page.locator('section:has([data-chart="shed-by-class"])').textContent()).toContain(
+      'queue timeout',
+    )
 
     // TTFT from the server's buckets, per replica, marked as estimates, with the TTFT SLO line.
     const imported = page.locator('section:has([data-chart="imported-ttft"])')

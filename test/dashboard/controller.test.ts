@@ -17,6 +17,7 @@ import {
   gaugeStat,
   importedP99Rows,
   lastValue,
+  shedPanel,
   signalRows,
 } from '../../dashboard/src/lib/signals.js'
 import type { SignalPoint, SignalSeries } from '../../dashboard/src/lib/signals.js'
@@ -268,5 +269,44 @@ describe('signal transforms', () => {
       { tMs: T0, errorRatio: null, shedRatio: 1 },
       { tMs: T0 + 10_000, errorRatio: 0.1, shedRatio: 0 },
     ])
+  })
+})
+
+describe('shed by class', () => {
+  const point = (t: string, shed?: Record<string, number>): SignalPoint => ({
+    t,
+    gauges: {},
+    counters: {},
+    ratesPerS: {},
+    byClass: [{ priorityClass: 0 }, { priorityClass: 2, ...(shed ? { shed } : {}) }],
+  })
+  const series = (points: SignalPoint[]): SignalSeries => ({
+    service: 'chat',
+    model: '',
+    version: '',
+    replica: 'r0',
+    node: 'n',
+    sources: ['proxy'],
+    points,
+    histograms: {},
+  })
+  it('draws one line per class that shed, per second of the step, with the reasons over the range', () => {
+    const res = {
+      stepMs: 10_000,
+      series: [
+        series([
+          point('2026-11-25T12:00:00Z', { queue_timeout: 20, concurrency: 10 }),
+          point('2026-11-25T12:00:10Z'),
+        ]),
+        series([point('2026-11-25T12:00:00Z', { queue_timeout: 10 })]),
+      ],
+    }
+    const spec = shedPanel(res)!
+    expect(spec.lines.map((l) => l.label)).toEqual(['class 2'])
+    expect(spec.subtitle).toContain('queue timeout 30, concurrency 10')
+    expect(signalRows(res, spec.lines)).toEqual([{ tMs: Date.parse('2026-11-25T12:00:00Z'), class2: 4 }])
+  })
+  it('is absent when nothing was shed', () => {
+    expect(shedPanel({ stepMs: 10_000, series: [series([point('2026-11-25T12:00:00Z')])] })).toBeNull()
   })
 })

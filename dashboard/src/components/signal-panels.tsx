@@ -2,7 +2,7 @@ import { useSignals } from '../hooks/use-signals.js'
 import type { SeriesQuery } from '../hooks/use-signals.js'
 import { formatMs, formatPercent, formatRate } from '../lib/format.js'
 import type { SloStatus } from '../lib/slo-types.js'
-import { importedP99Rows, SIGNAL_PANELS, signalRows } from '../lib/signals.js'
+import { importedP99Rows, shedPanel, SIGNAL_PANELS, signalRows } from '../lib/signals.js'
 import type { SignalPanelSpec, SignalSeriesResponse } from '../lib/signals.js'
 import { latencySlo } from '../lib/controller.js'
 import { SeriesGraph } from './graphs/series-graph.js'
@@ -39,7 +39,8 @@ function lineStyle(spec: SignalPanelSpec): SeriesLine[] {
 
 /**
  * The LLM and saturation panels of a service (`GET /api/v1/signals`): running and waiting requests, KV-cache
- * use, queue depth, batch size, tokens per second, preemptions, and the TTFT/TPOT p99 a model server exports in
+ * use, queue depth, batch size, tokens per second, preemptions, what the proxy shed per class (with the reasons),
+ * and the TTFT/TPOT p99 a model server exports in
  * Prometheus buckets (per replica, marked as estimates, with the SLO threshold when one applies). Only the
  * panels the service reports are drawn; a service without signals gets one empty state saying why.
  *
@@ -59,9 +60,10 @@ export function SignalPanels({ query, slos, refreshMs }: SignalPanelsProps) {
       </section>
     )
   }
-  const panels = SIGNAL_PANELS.map((spec) => ({ spec, rows: signalRows(res, spec.lines) })).filter(
-    (p) => p.rows.length > 0,
-  )
+  const shed = shedPanel(res)
+  const panels = [...SIGNAL_PANELS, ...(shed ? [shed] : [])]
+    .map((spec) => ({ spec, rows: signalRows(res, spec.lines) }))
+    .filter((p) => p.rows.length > 0)
   const imported = IMPORTED.map((m) => ({ ...m, ...importedP99Rows(res, m.metric) })).filter(
     (m) => m.rows.length > 0,
   )

@@ -24,6 +24,12 @@ export interface SignalPoint {
   readonly counters: Readonly<Partial<Record<string, number>>>
   /** Counters divided by the step, per second. */
   readonly ratesPerS: Readonly<Partial<Record<string, number>>>
+  /** Per priority class: what the proxy's admission control admitted and shed (by reason) in the bucket. */
+  readonly byClass?: ReadonlyArray<{
+    readonly priorityClass: number
+    readonly admitted?: number
+    readonly shed?: Readonly<Record<string, number>>
+  }>
 }
 
 /** One imported (Prometheus bucket) latency histogram of one series, with its estimates per bucket. */
@@ -280,3 +286,45 @@ export const SIGNAL_PANELS: readonly SignalPanelSpec[] = [
     unit: 'rate',
   },
 ]
+
+/**
+ * The "shed by class" panel of a signals response: requests the proxy's admission control shed per second, one
+ * line per priority class that shed anything (summed over replicas), with the reasons and their totals over the
+ * range in the subtitle. Null when nothing was shed in the range.
+ *
+ * @example shedPanel(res)?.lines.map((l) => l.label) // ['class 1']
+ */
+export function shedPanel(res: Pick<SignalSeriesResponse, 'series' | 'stepMs'>): SignalPanelSpec | null {
+  const reasons = new Map<string, number>()
+  const classes = new Set<number>()
+  for (const s of res.series)
+    for (const p of s.points)
+      for (const c of p.byClass ?? [])
+        for (const [reason, n] of Object.entries(c.shed ?? {})) {
+          if (!(n > 0)) continue
+          classes.add(c.priorityClass)
+          reasons.set(reason, (reasons.get(reason) ?? 0) + n)
+        }
+  if (classes.size === 0) return null
+  const perS = Math.max(1, res.stepMs) / 1000
+  const shedOf =
+    (k: number): SignalPick =>
+    (p) => {
+      const c = p.byClass?.find((x) => x.priorityClass === k)
+      if (!c?.shed) return undefined
+      return Object.values(c.shed).reduce((a, b) => a + b, 0) / perS
+    }
+  const why = [...reasons.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([r, n]) => `${r.replace(/_/g, ' ')} ${n.toLocaleString('en-US')}`)
+    .join(', ')
+  return {
+    title: 'Shed by class',
+    subtitle: `requests the proxy's admission control refused per second, by priority class (0 highest); over the range: ${why}`,
+    chart: 'shed-by-class',
+    unit: 'rate',
+    lines: [...classes]
+      .sort((a, b) => a - b)
+      .map((k) => ({ key: `class${k}`, label: `class ${k}`, pick: shedOf(k), combine: 'sum' as const })),
+  }
+}
