@@ -150,7 +150,10 @@ function openLoop(proxyUrl: string, rate: () => number) {
   }
 }
 
-// About a minute of wall time and four processes; TG_SKIP_LOAD_STEP=1 leaves it out of a quick local run.
+// About a minute of wall time and four processes; TG_SKIP_LOAD_STEP=1 leaves it out of a quick local run. `npm test`
+// runs it alone after the rest of the suite: beside a dozen other test processes on two cores, the controller and
+// the model server are starved for whole seconds (seen: 14 decisions in 40 s, client-side ttft 20 s at 1.8×), and
+// what the test would then measure is the machine, not the controller.
 describe.skipIf(!!process.env.TG_SKIP_LOAD_STEP)('a 3× load step on a live fleet', () => {
   it('the controller in enforce mode tightens admission and the ttft p99 ends under the objective', async () => {
     const dir = tempDir()
