@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { api, eventually, spawnCli, useTempDirs } from '../helpers/cli.js'
 import type { CliProcess } from '../helpers/cli.js'
 import { freePort } from '../helpers/ports.js'
+import { nearestRank } from '../helpers/samples.js'
 
 // A 3× load step on a real fleet of processes: a reference model server (`tailguard serve-model`, slow enough
 // that the step overloads it), a sidecar agent with its proxy in front of it, a collector and a live controller
@@ -141,7 +142,7 @@ function openLoop(proxyUrl: string, rate: () => number) {
         .filter((f) => f.cls === cls && f.atMs >= fromMs && f.atMs < toMs && Number.isFinite(f.ms))
         .map((f) => f.ms)
         .sort((a, b) => a - b)
-      return v.length > 0 ? v[Math.min(v.length - 1, Math.ceil(0.99 * v.length) - 1)]! : null
+      return v.length > 0 ? nearestRank(v, 0.99) : null
     },
     async stop() {
       clearInterval(timer)

@@ -177,11 +177,12 @@ export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOp
     const delta = diffSnapshots(prev, snap)
     for (const e of delta.events) log('warn', `scrape ${target.url}: ${e}`)
     for (const o of delta.observations) {
-      const { requests: _counted, ...rest } = o.observation
-      sink?.recordSignals?.(
-        labelsOf(o.model, o.version, kind),
-        target.countRequests === false ? rest : o.observation,
-      )
+      let observation = o.observation
+      if (target.countRequests === false) {
+        const { requests: _counted, ...rest } = observation
+        observation = rest
+      }
+      sink?.recordSignals?.(labelsOf(o.model, o.version, kind), observation)
     }
     prev = snap
     if (status.state !== 'ok')

@@ -57,8 +57,6 @@ export interface AdmissionChoice {
   readonly caps: readonly ClassCaps[]
   readonly lowerShare: number
   readonly predictedWaitMs: number
-  /** Admitted arrivals over capacity (0 when no arrival rate was given). */
-  readonly utilization: number
   readonly reason: string
 }
 
@@ -119,5 +117,5 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
           .map((c) => c.maxConcurrency)
           .join('/')} (share ${(lowerShare * 100).toFixed(0)}%)`) +
     `; drop after ${caps.map((c) => c.queueTimeoutMs.toFixed(0)).join('/')} ms in queue`
-  return { caps, lowerShare, predictedWaitMs, utilization, reason }
+  return { caps, lowerShare, predictedWaitMs, reason }
 }

@@ -20,7 +20,7 @@ import {
 import type { FittedModel, LearnedCapacity, Prediction } from './capacity.js'
 import { forecastArrivals, TREND_WINDOW_MS } from './forecast.js'
 import type { ArrivalForecast, RatePoint } from './forecast.js'
-import { checkObservation, longRate, shortRate } from './observation.js'
+import { checkObservation, longRate, shortRate, smallestWindow } from './observation.js'
 import { resolveTailguardOptions } from './options.js'
 import type { ResolvedTailguardOptions, TailguardOptions } from './options.js'
 
@@ -119,8 +119,7 @@ function servedCeiling(prev: number | null, obs: FleetObservation, capsBind: boo
   const ready = Math.max(1, obs.replicas.ready)
   const perReplica = obs.completed / (obs.intervalMs / 1000) / ready
   if (!(perReplica > 0)) return prev
-  const w = Math.min(...Object.keys(obs.concurrency).map(Number))
-  const meanInSystem = Number.isFinite(w) ? (obs.concurrency[w] ?? 0) : 0
+  const meanInSystem = smallestWindow(obs.concurrency) ?? 0
   // While the policy's own caps bind, a queue waits in front of them, not in front of busy replicas: what
   // completes then is what the caps let through, and taking it for the ceiling would tighten the caps further.
   const saturated = !capsBind && obs.queueDepth > 0 && meanInSystem > obs.inFlight

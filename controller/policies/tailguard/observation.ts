@@ -106,7 +106,8 @@ export function longRate(obs: FleetObservation): number {
   return obs.arrivalRps[LONG_WINDOW_S] ?? largestWindow(obs.arrivalRps) ?? shortRate(obs)
 }
 
-function smallestWindow(r: Readonly<Record<number, number>>): number | undefined {
+/** The value of the smallest window key (e.g. the 6 s of `{ 6: …, 60: … }`), or undefined when there is none. */
+export function smallestWindow(r: Readonly<Record<number, number>>): number | undefined {
   const keys = Object.keys(r)
     .map(Number)
     .sort((a, b) => a - b)
