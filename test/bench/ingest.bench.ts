@@ -141,8 +141,10 @@ function report(seq: number, n: number, pool: readonly string[]): IntervalReport
     version: 1,
     agent: { id: 'bench', instance: 'bench-ingest', node: 'n0' },
     seq,
-    intervalStartMs: NOW - 3_600_000 + seq * 5000,
-    intervalEndMs: NOW - 3_600_000 + seq * 5000 + 5000,
+    // Reports start 30 days back so that a fast run (hundreds of thousands of reports) never reaches the
+    // collector's clock (reports over 10 minutes ahead of it are refused).
+    intervalStartMs: NOW - 30 * 86_400_000 + seq * 5000,
+    intervalEndMs: NOW - 30 * 86_400_000 + seq * 5000 + 5000,
     series: Array.from({ length: n }, (_, i) => ({
       labels: { service: `svc-${i % 10}`, model: 'm', version: '1', replica: `r${i}`, node: `n${i % 100}` },
       histograms: Object.fromEntries(METRICS.map((m, k) => [m, pool[(i + k + seq) % pool.length]!])),
