@@ -207,13 +207,17 @@ export class LatencyHistogram {
     if (this.#total === 0 || !(thresholdUs >= 0)) return 0
     const limit = Math.min(HIGHEST_TICKS + 1, (Math.floor(thresholdUs) + 1) * TICKS_PER_US)
     const c = this.#counts
+    const off = this.#offset
+    // Every bucket before the one holding the last tick under the limit lies wholly below it: a plain sum
+    // (no per-bucket bounds: this runs once per stored row and SLO). That bucket counts in proportion.
+    const edge = tickIndex(limit - 1)
+    const end = Math.min(this.#hi + 1, edge)
     let below = 0
-    for (let i = this.#lo; i <= this.#hi; i++) {
-      const n = c[i - this.#offset]!
-      if (n === 0) continue
-      const bottom = indexTicks(i)
-      if (bottom >= limit) break
-      const width = indexWidth(i)
+    for (let i = this.#lo; i < end; i++) below += c[i - off]!
+    if (edge >= this.#lo && edge <= this.#hi) {
+      const n = c[edge - off]!
+      const bottom = indexTicks(edge)
+      const width = indexWidth(edge)
       below += bottom + width <= limit ? n : (n * (limit - bottom)) / width
     }
     return below
