@@ -23,7 +23,7 @@ export { startDemoReplay, createSdkEmitter } from './demo/replay.js'
 export { startServingDemo, DEMO_PROXY_CLASSES } from './demo/serving.js'
 export { demoControllerTarget } from './demo/controller-target.js'
 export type { DemoControllerTargetOptions } from './demo/controller-target.js'
-export type { ServingDemo, ServingDemoOptions } from './demo/serving.js'
+export type { ReplicaCounts, ServingDemo, ServingDemoOptions } from './demo/serving.js'
 export { createDemoFleet, seededRandom } from './demo/fleet.js'
 export type { DemoArrival, DemoFleet } from './demo/fleet.js'
 export {
@@ -52,6 +52,8 @@ export type {
   NvmlSourceOptions,
 } from './gpu/index.js'
 export { decodeTracesProtobuf } from './sources/otlp/decode-protobuf.js'
+export { createSourceSet } from './sources/set.js'
+export type { SourceSet } from './sources/set.js'
 export { decodeTracesJson, decodeTracesJsonValue } from './sources/otlp/decode-json.js'
 export {
   createSpanMapper,

@@ -9,6 +9,8 @@ import {
   listening,
   loadConfig,
   makeLogger,
+  intArg,
+  numberArg,
   portArg,
   runCollector,
   signalLatch,
@@ -24,6 +26,7 @@ import {
   DEMO_SLOS_YAML,
   createSdkEmitter,
   createSetpointsGroup,
+  createSourceSet,
   demoControllerTarget,
   grpcPortFlag,
   otlpGrpcPortOf,
@@ -39,6 +42,7 @@ import {
   createAutoscaleRoutes,
   createWhatifRoutes,
   createRecommendationBoard,
+  createReplicaSetActuator,
   parseAzureTrace,
   runController,
   shippedTracePath,
@@ -60,6 +64,9 @@ interface StartFlags {
   demoSpeed?: string
   demoTrace?: string
   demoController?: string
+  demoLoad?: number
+  demoStepAfter?: number
+  demoStepHold?: number
   slos?: string
   proxyPort?: number
   upstream?: string[]
@@ -138,8 +145,23 @@ export const registerStart: RegisterCommand = (program, io) => {
       .addOption(
         new Option(
           '--demo-controller <mode>',
-          'the live controller on the serving demo (demo-llm): enforce moves its admission caps and batching, observe only decides (default enforce)',
+          'the live controller on the serving demo (demo-llm): enforce moves its admission caps, batching and replicas, observe only decides (default enforce)',
         ).choices(['enforce', 'observe', 'off']),
+      )
+      .option(
+        '--demo-load <fraction>',
+        "the serving demo's base load as a fraction of its two replicas' capacity, measured on this machine at start (default 0.35)",
+        numberArg('--demo-load', 0, 2),
+      )
+      .option(
+        '--demo-step-after <s>',
+        "seconds before the serving demo's load steps up 3× (and again after each fall back); 0: never (default 180)",
+        intArg('--demo-step-after', 0),
+      )
+      .option(
+        '--demo-step-hold <s>',
+        'seconds the stepped-up load lasts (default 300)',
+        intArg('--demo-step-hold', 1),
       ),
     // One process for a person at a terminal: the lines printed below, and only warnings from the log.
     'warn',
@@ -158,6 +180,9 @@ export const registerStart: RegisterCommand = (program, io) => {
           ...(flags.demoController !== undefined
             ? { demoController: flags.demoController as StartConfig['demoController'] }
             : {}),
+          ...(flags.demoLoad !== undefined ? { demoLoad: flags.demoLoad } : {}),
+          ...(flags.demoStepAfter !== undefined ? { demoStepAfterS: flags.demoStepAfter } : {}),
+          ...(flags.demoStepHold !== undefined ? { demoStepHoldS: flags.demoStepHold } : {}),
         },
         collector: {
           ...(flags.host !== undefined ? { host: flags.host } : {}),
@@ -231,6 +256,8 @@ export const registerStart: RegisterCommand = (program, io) => {
       // The serving demo's proxies join these setpoints, which the agent serves on its setpoints API (when it
       // runs no proxy of its own): the demo controller moves them as it would a sidecar's.
       const demoSetpoints = cfg.agent.proxy.port === null ? createSetpointsGroup() : null
+      // Each demo replica's model server is scraped as it comes up (and no longer once it goes).
+      const demoScrapes = createSourceSet('demo model servers')
       // Autoscalers read the controller's recommendations from one board: the JSON API on the collector's
       // port and the KEDA external scaler.
       const board = createRecommendationBoard()
@@ -251,6 +278,7 @@ export const registerStart: RegisterCommand = (program, io) => {
             log,
             {
               signals: () => serving?.signals() ?? [],
+              sources: [demoScrapes],
               ...(demoSetpoints ? { setpoints: demoSetpoints } : {}),
             },
           ),
@@ -275,12 +303,13 @@ export const registerStart: RegisterCommand = (program, io) => {
           arrivals,
           sink: agent.recorder,
           node: cfg.agent.node,
-          speed: 2,
+          load: cfg.start.demoLoad,
+          scrapes: demoScrapes,
           ...(demoSetpoints ? { setpoints: demoSetpoints } : {}),
           log: (level, msg) => log[level](msg),
         })
         io.out(
-          `demo serving: service demo-llm, ${serving.modelUrls.length} reference model servers (tailguard serve-model) behind tailguard proxies at ${serving.proxyUrls.join(', ')}, replaying the same trace at 2x`,
+          `demo serving: service demo-llm, ${serving.modelUrls.length} reference model servers (tailguard serve-model) behind tailguard proxies at ${serving.proxyUrls.join(', ')}; measuring what a replica serves here, to size the load`,
         )
       }
       const targets = [
@@ -289,11 +318,19 @@ export const registerStart: RegisterCommand = (program, io) => {
       ]
       let controller: RunningController | null = null
       if (targets.length > 0) {
+        const demoTarget = targets.find((t) => t.name === DEMO_TARGET && serving)
         try {
           controller = await runController({ ...cfg, controllers: targets }, log, {
             store: collector.store,
             budgets: { kind: 'engine', engine: collector.slos },
             board,
+            ...(demoTarget && serving
+              ? {
+                  actuators: {
+                    [DEMO_TARGET]: [createReplicaSetActuator(serving, { name: 'demo replicas' })],
+                  },
+                }
+              : {}),
           })
         } catch (err) {
           demo?.stop()
@@ -304,6 +341,18 @@ export const registerStart: RegisterCommand = (program, io) => {
         const modes = targets.map((t) => `${t.name ?? t.service} (${t.mode ?? 'observe'})`).join(', ')
         io.out(`controller: ${modes}, every ${cfg.controller.intervalMs / 1000} s`)
       }
+      // The serving demo's load starts once a replica has been measured (a few seconds, in the background).
+      let steps: { stop(): void } | null = null
+      let stopping = false
+      const sized = serving
+      void sized?.started.then(() => {
+        if (stopping) return
+        if (sized.capacityRps !== null)
+          io.out(
+            `demo serving: one replica serves ${sized.capacityRps.toFixed(1)} req/s here, so demo-llm's trace replays at ${fmtRate(sized.baseRps * sized.speed)} req/s (${Math.round(cfg.start.demoLoad * 100)}% of two replicas)`,
+          )
+        steps = scheduleDemoSteps(sized, cfg.start, io)
+      })
       let keda: RunningKedaScaler | null = null
       if (kedaPort) {
         try {
@@ -367,6 +416,8 @@ export const registerStart: RegisterCommand = (program, io) => {
         await bounded('the KEDA scaler', () => keda?.close())
         await bounded('the controller', () => controller?.stop())
         await bounded('the demo', () => {
+          stopping = true
+          steps?.stop()
           demo?.stop()
           return serving?.stop()
         })
@@ -386,6 +437,52 @@ export const registerStart: RegisterCommand = (program, io) => {
           1,
         )
     })
+}
+
+/** The serving demo's controller target. */
+const DEMO_TARGET = 'demo-llm'
+
+function fmtRate(rps: number): string {
+  return rps >= 10 ? rps.toFixed(0) : rps.toFixed(1)
+}
+
+/**
+ * The serving demo's load steps: `demoStepAfterS` of base load, then `demoStepMultiplier` times it for
+ * `demoStepHoldS`, then the base again, and so on, each change printed (so a newcomer sees the controller
+ * add replicas, move the window and shed the low class, and then scale back down).
+ */
+function scheduleDemoSteps(
+  serving: ServingDemo,
+  s: StartConfig,
+  io: { out(line: string): void },
+): { stop(): void } | null {
+  if (s.demoStepAfterS === 0) return null
+  const base = serving.baseRps * serving.speed
+  let timer: NodeJS.Timeout | undefined
+  const at = (ms: number) => new Date(Date.now() + ms).toTimeString().slice(0, 8)
+  const calm = () => {
+    timer = setTimeout(step, s.demoStepAfterS * 1000)
+    timer.unref()
+  }
+  const step = () => {
+    serving.setRate(s.demoStepMultiplier)
+    io.out(
+      `demo: demo-llm's load steps up ${s.demoStepMultiplier}× to ${fmtRate(base * s.demoStepMultiplier)} req/s until ${at(s.demoStepHoldS * 1000)} (watch the controller page, or tailguard decisions)`,
+    )
+    timer = setTimeout(() => {
+      serving.setRate(1)
+      io.out(
+        `demo: demo-llm's load is back to ${fmtRate(base)} req/s; the next step comes at ${at(s.demoStepAfterS * 1000)}`,
+      )
+      calm()
+    }, s.demoStepHoldS * 1000)
+    timer.unref()
+  }
+  io.out(
+    `demo: demo-llm's load steps up ${s.demoStepMultiplier}× at ${at(s.demoStepAfterS * 1000)} for ${s.demoStepHoldS} s, then again every ${s.demoStepAfterS + s.demoStepHoldS} s (--demo-step-after 0 turns it off)`,
+  )
+  calm()
+  return { stop: () => clearTimeout(timer) }
 }
 
 /** The inode of `file`, or null when there is none. */
@@ -463,7 +560,7 @@ function demoTargets(
 ): ControllerTargetConfig[] {
   const mode = cfg.start.demoController
   if (!serving || mode === 'off' || !agentAddress) return []
-  if (cfg.controllers.some((t) => (t.name ?? t.service) === 'demo-llm')) return []
+  if (cfg.controllers.some((t) => (t.name ?? t.service) === DEMO_TARGET)) return []
   if (!setpoints) {
     io.out("demo controller: off (the agent runs its own proxy, so its setpoints API is not the demo's)")
     return []
@@ -473,7 +570,7 @@ function demoTargets(
       mode,
       agentUrl: `http://${agentAddress.host}:${agentAddress.port}`,
       agentToken: cfg.agent.adminToken ?? adminToken,
-      modelUrls: serving.modelUrls,
+      replicas: serving.replicaCounts().desired,
     }),
   ]
 }

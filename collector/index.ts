@@ -124,6 +124,7 @@ export {
   assertPortsFree,
   explainListenError,
   intArg,
+  numberArg,
   listening,
   loadConfig,
   makeLogger,

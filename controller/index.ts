@@ -188,6 +188,7 @@ export {
   createTritonActuator,
   createKubernetesActuator,
   createProcessActuator,
+  createReplicaSetActuator,
   createWebhookActuator,
   putBatching,
   parseBatching,
@@ -207,5 +208,7 @@ export type {
   TritonActuatorOptions,
   KubernetesActuatorOptions,
   ProcessActuatorOptions,
+  ReplicaSet,
+  ReplicaSetActuatorOptions,
   WebhookActuatorOptions,
 } from './live/actuators/index.js'

@@ -9,8 +9,10 @@ export interface DemoControllerTargetOptions {
   readonly agentUrl: string
   /** The agent's admin token (its setpoints API). */
   readonly agentToken: string
-  /** The demo's reference model servers (their batching API). */
-  readonly modelUrls: readonly string[]
+  /** Replicas the demo starts with (the least the controller keeps). */
+  readonly replicas: number
+  /** The most replicas the controller may run (default 6). */
+  readonly maxReplicas?: number
   /** The demo's service (default demo-llm, as the serving demo names it). */
   readonly service?: string
 }
@@ -18,14 +20,16 @@ export interface DemoControllerTargetOptions {
 /**
  * The controller target `tailguard start` gives its serving demo (`demo-llm`): the tailguard policy holds the
  * time to first token under 500 ms for 99% of requests by moving the admission caps of the demo's proxies
- * (through the agent's `PUT /v1/setpoints`, with fencing) and the model servers' batching window and max batch
- * (`PUT /v1/batching`). Replicas stay at the demo's two. The initial setpoints are the demo's own, fleet-wide
- * (the proxies' caps summed); in enforce mode the controller reads the live ones before its first step.
+ * (through the agent's `PUT /v1/setpoints`, with fencing), the model servers' batching window and max batch,
+ * and the replica count between the demo's starting replicas and `maxReplicas`. Replicas and batching go
+ * through an in-process actuator over the demo's replica set, which `tailguard start` adds (no actuator of the
+ * config file starts processes inside `start`). The initial setpoints are the demo's own, fleet-wide (the
+ * proxies' caps summed); in enforce mode the controller reads the live ones before its first step.
  *
- * @example demoControllerTarget({ mode: 'enforce', agentUrl: 'http://127.0.0.1:4318', agentToken, modelUrls })
+ * @example demoControllerTarget({ mode: 'enforce', agentUrl: 'http://127.0.0.1:4318', agentToken, replicas: 2 })
  */
 export function demoControllerTarget(o: DemoControllerTargetOptions): ControllerTargetConfig {
-  const replicas = Math.max(1, o.modelUrls.length)
+  const replicas = Math.max(1, o.replicas)
   return {
     name: 'demo-llm',
     service: o.service ?? 'demo-llm',
@@ -34,8 +38,13 @@ export function demoControllerTarget(o: DemoControllerTargetOptions): Controller
     mode: o.mode,
     policy: 'tailguard',
     coldStartMs: 5000,
-    knobs: ['admission', 'batching'],
-    bounds: { minReplicas: replicas, maxReplicas: replicas, maxWindowMs: 20, maxBatch: 64 },
+    knobs: ['admission', 'batching', 'replicas'],
+    bounds: {
+      minReplicas: replicas,
+      maxReplicas: Math.max(replicas, o.maxReplicas ?? 6),
+      maxWindowMs: 20,
+      maxBatch: 64,
+    },
     initial: {
       replicas,
       windowMs: 5,
@@ -45,9 +54,6 @@ export function demoControllerTarget(o: DemoControllerTargetOptions): Controller
         maxConcurrency: c.maxConcurrency * replicas,
       })),
     },
-    actuators: [
-      { type: 'agent', url: o.agentUrl, token: o.agentToken },
-      { type: 'model-server', urls: [...o.modelUrls] },
-    ],
+    actuators: [{ type: 'agent', url: o.agentUrl, token: o.agentToken }],
   }
 }

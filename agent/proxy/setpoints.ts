@@ -105,17 +105,20 @@ export function createSetpointsState(opts: {
   }
 }
 
-/** A {@link SetpointsState} whose members can join after it is made (the demo's proxies start after the agent). */
+/** A {@link SetpointsState} whose members can join and leave after it is made (the demo's replicas come and go). */
 export interface SetpointsGroup extends SetpointsState {
-  /** Adds members; every later PUT is split among all of them. */
+  /** Adds members; the last fleet-wide PUT (if any) is split again among all of them. */
   join(members: readonly SetpointsState[]): void
+  /** Removes a member (a replica that drains and goes); the last fleet-wide PUT is split among the rest. */
+  leave(member: SetpointsState): void
 }
 
 /**
  * One set of fleet-wide admission setpoints over several proxies that share the load evenly (the demo's
  * replicas, each behind its own proxy): `view` sums each class's caps over the members, `put` splits them,
- * each member getting its share rounded up (class 0 at least 1 in service). The fencing token, source and
- * staleness are the first member's; a PUT fenced by one member changes none.
+ * each member getting its share rounded up (class 0 at least 1 in service). When members join or leave, the
+ * last PUT is split again, so the fleet-wide caps stay what the controller set. The fencing token, source
+ * and staleness are the first member's; a PUT fenced by one member changes none.
  *
  * @example
  * ```ts
@@ -126,10 +129,33 @@ export interface SetpointsGroup extends SetpointsState {
  */
 export function createSetpointsGroup(): SetpointsGroup {
   const members: SetpointsState[] = []
+  let last: SetpointsPut | null = null
   const share = (v: number, min: number) => Math.max(min, Math.ceil(v / members.length))
+  const split = (body: SetpointsPut, to: readonly SetpointsState[]): PutOutcome | null => {
+    const part: SetpointsPut = {
+      ...body,
+      admission: body.admission.map((c) => ({
+        ...c,
+        maxConcurrency: share(c.maxConcurrency, c.priorityClass === 0 && c.maxConcurrency > 0 ? 1 : 0),
+        maxQueue: share(c.maxQueue, 0),
+      })),
+    }
+    for (const m of to) {
+      const out = m.put(part)
+      if (out.kind !== 'ok') return out
+    }
+    return null
+  }
   const group: SetpointsGroup = {
     join(more) {
       members.push(...more)
+      if (last) split(last, members)
+    },
+    leave(member) {
+      const i = members.indexOf(member)
+      if (i < 0) return
+      members.splice(i, 1)
+      if (last && members.length > 0) split(last, members)
     },
     view() {
       const views = members.map((m) => m.view())
@@ -167,18 +193,9 @@ export function createSetpointsGroup(): SetpointsGroup {
         if (body.fencingToken !== undefined && highest !== null && body.fencingToken < highest)
           return { kind: 'fenced', highest }
       }
-      const part: SetpointsPut = {
-        ...body,
-        admission: body.admission.map((c) => ({
-          ...c,
-          maxConcurrency: share(c.maxConcurrency, c.priorityClass === 0 && c.maxConcurrency > 0 ? 1 : 0),
-          maxQueue: share(c.maxQueue, 0),
-        })),
-      }
-      for (const m of members) {
-        const out = m.put(part)
-        if (out.kind !== 'ok') return out
-      }
+      const failed = split(body, members)
+      if (failed) return failed
+      last = body
       return { kind: 'ok', view: group.view() }
     },
   }

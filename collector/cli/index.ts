@@ -4,6 +4,7 @@ export {
   assertPortsFree,
   explainListenError,
   intArg,
+  numberArg,
   listening,
   loadConfig,
   makeLogger,

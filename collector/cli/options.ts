@@ -30,6 +30,16 @@ export function intArg(flag: string, min = 1) {
   }
 }
 
+/** Parses a flag value as a number in (min, max], naming the flag in the error. */
+export function numberArg(flag: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value)
+    if (value.trim() === '' || !Number.isFinite(n) || n <= min || n > max)
+      throw new CliError(`${flag}: expected a number above ${min} and at most ${max}, got '${value}'`)
+    return n
+  }
+}
+
 /**
  * Adds `--config FILE`, `--log-level` and `--log-format` to a command.
  *

@@ -186,6 +186,8 @@ export interface ConfigEnv {
   readonly TAILGUARD_DB?: string
   readonly TAILGUARD_OTLP_TOKEN?: string
   readonly TAILGUARD_AGENT_ADMIN_TOKEN?: string
+  /** `start.demoLoad` (the test suite runs many `tailguard start`s at once with a light demo). */
+  readonly TAILGUARD_DEMO_LOAD?: string
 }
 
 type DeepPartial<T> = {
@@ -269,7 +271,12 @@ export function resolveConfig(input: {
       },
       mapping: { ...d.agent.mapping, ...f.agent?.mapping, ...(flags.agent?.mapping as object) },
     } as TailguardConfig['agent'],
-    start: { ...d.start, ...f.start, ...(flags.start as object) } as TailguardConfig['start'],
+    start: {
+      ...d.start,
+      ...f.start,
+      ...(env.TAILGUARD_DEMO_LOAD ? { demoLoad: Number(env.TAILGUARD_DEMO_LOAD) } : {}),
+      ...(flags.start as object),
+    } as TailguardConfig['start'],
     controller: {
       ...d.controller,
       ...f.controller,

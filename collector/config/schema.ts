@@ -313,6 +313,17 @@ export const StartSection = Type.Object(
     demoTrace: Type.Union([Type.String(), Type.Null()]),
     /** The controller on the serving demo (demo-llm): enforce moves its setpoints, observe only decides, off runs none. */
     demoController: Type.Union([Type.Literal('enforce'), Type.Literal('observe'), Type.Literal('off')]),
+    /**
+     * The serving demo's base load as a fraction of its two starting replicas' capacity, measured on this
+     * machine when it starts (a 3× step then overloads them).
+     */
+    demoLoad: Type.Number({ exclusiveMinimum: 0, maximum: 2 }),
+    /** Seconds of base load before the serving demo's load steps up (then again after each hold); 0: never. */
+    demoStepAfterS: Type.Integer({ minimum: 0, maximum: 86_400 }),
+    /** Seconds the stepped-up load lasts before it falls back to the base. */
+    demoStepHoldS: Type.Integer({ minimum: 1, maximum: 86_400 }),
+    /** How many times the base load the step sends. */
+    demoStepMultiplier: Type.Number({ minimum: 1, maximum: 20 }),
   },
   { additionalProperties: false },
 )
@@ -665,7 +676,17 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     },
     scrape: [],
   },
-  start: { dataDir: '.tailguard', demo: true, demoSpeed: 10, demoTrace: null, demoController: 'enforce' },
+  start: {
+    dataDir: '.tailguard',
+    demo: true,
+    demoSpeed: 10,
+    demoTrace: null,
+    demoController: 'enforce',
+    demoLoad: 0.35,
+    demoStepAfterS: 180,
+    demoStepHoldS: 300,
+    demoStepMultiplier: 3,
+  },
   controller: {
     intervalMs: 5000,
     staleAfterIntervals: 3,

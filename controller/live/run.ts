@@ -1,6 +1,7 @@
 import { createStore } from '../../collector/index.js'
 import type { SignalGauge, SloEngine, Store, TailguardConfig } from '../../collector/index.js'
 import { createActuator } from './actuators/index.js'
+import type { Actuator } from './actuators/index.js'
 import { createLiveController, targetName } from './controller.js'
 import type { ControllerLogger, LiveController, LiveTarget, TargetView } from './controller.js'
 import { recommendationFromView } from '../autoscale/from-view.js'
@@ -209,6 +210,11 @@ export async function runController(
     reader?: Partial<ObservationReader>
     /** Where each target's recommendation is published for the autoscaler front ends (KEDA, HPA, JSON). */
     board?: RecommendationBoard
+    /**
+     * Actuators made in this process, by target name, added to those of the target's config (the serving
+     * demo's replica set in `tailguard start`).
+     */
+    actuators?: Readonly<Record<string, readonly Actuator[]>>
   } = {},
 ): Promise<RunningController> {
   const env = opts.env ?? process.env
@@ -235,9 +241,12 @@ export async function runController(
       name: targetName(t),
       config: t,
       policy: p.policy,
-      actuators: t.actuators.map((a) =>
-        createActuator(a, t, env, (line) => logger.info(`${targetName(t)}: ${line}`)),
-      ),
+      actuators: [
+        ...t.actuators.map((a) =>
+          createActuator(a, t, env, (line) => logger.info(`${targetName(t)}: ${line}`)),
+        ),
+        ...(opts.actuators?.[targetName(t)] ?? []),
+      ],
     })
   })
   if (problems.length > 0) {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, eventually, spawnCli } from '../helpers/cli.js'
+import { api, eventually, spawnStart } from '../helpers/cli.js'
 import type { CliProcess } from '../helpers/cli.js'
 import { startServer } from '../helpers/contract-servers.js'
 
@@ -45,21 +45,7 @@ controllers:
         url: ${hook.url}/scale
 `,
       )
-      const start = spawnCli([
-        'start',
-        '--config',
-        config,
-        '--data-dir',
-        join(dir, 'data'),
-        '--port',
-        '0',
-        '--otlp-port',
-        '0',
-        '--demo-speed',
-        '20',
-        '--demo-controller',
-        'off',
-      ])
+      const start = spawnStart(dir, config, ['--demo-speed', '20', '--demo-controller', 'off'])
       procs.push(start)
       const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)
       expect(start.output()).toMatch(/controller: demo-chat \(observe\), every 1 s/)

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, eventually, spawnCli, useTempDirs } from '../helpers/cli.js'
+import { api, eventually, spawnStart, useTempDirs } from '../helpers/cli.js'
 import type { CliProcess } from '../helpers/cli.js'
 
 // Out of the box, `tailguard start` runs the live controller on its serving demo (demo-llm: reference model
@@ -37,19 +37,7 @@ async function startDemo(extra: string[]) {
     config,
     'version: 1\nagent:\n  intervalMs: 500\ncontroller:\n  intervalMs: 1000\npolicy:\n  tailguard:\n    headroom: 0.2\n',
   )
-  const start = spawnCli([
-    'start',
-    '--config',
-    config,
-    '--data-dir',
-    join(dir, 'data'),
-    '--port',
-    '0',
-    '--otlp-port',
-    '0',
-    '--no-keda',
-    ...extra,
-  ])
+  const start = spawnStart(dir, config, ['--no-keda', ...extra])
   procs.push(start)
   const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)
   const [, agent] = await start.waitFor(/OTLP\/HTTP:\s+(http:\/\/[^/\s]+)\//)

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, eventually, spawnCli } from '../helpers/cli.js'
+import { api, eventually, spawnCli, spawnStart } from '../helpers/cli.js'
 import type { CliProcess } from '../helpers/cli.js'
 
 // `tailguard start` as a new user runs it: one process, embedded SQLite, generated tokens, the demo fleet,
@@ -21,19 +21,7 @@ describe('tailguard start', () => {
     dirs.push(dir)
     const config = join(dir, 'tailguard.yaml')
     writeFileSync(config, 'version: 1\nagent:\n  intervalMs: 500\n')
-    const start = spawnCli([
-      'start',
-      '--config',
-      config,
-      '--data-dir',
-      join(dir, 'data'),
-      '--port',
-      '0',
-      '--otlp-port',
-      '0',
-      '--demo-speed',
-      '20',
-    ])
+    const start = spawnStart(dir, config, ['--demo-speed', '20'])
     procs.push(start)
     const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)
     const [, otlpUrl] = await start.waitFor(/OTLP\/HTTP:\s+(\S+)/)

@@ -25,6 +25,35 @@ export interface CliProcess {
 }
 
 /**
+ * Spawns `tailguard start` with `config`, its data in `<dir>/data` and any free collector and OTLP ports, then
+ * `extra` flags.
+ *
+ * @example const start = spawnStart(dir, join(dir, 'tailguard.yaml'), ['--no-keda'])
+ */
+export function spawnStart(
+  dir: string,
+  config: string,
+  extra: readonly string[] = [],
+  env: Record<string, string> = {},
+): CliProcess {
+  return spawnCli(
+    [
+      'start',
+      '--config',
+      config,
+      '--data-dir',
+      join(dir, 'data'),
+      '--port',
+      '0',
+      '--otlp-port',
+      '0',
+      ...extra,
+    ],
+    env,
+  )
+}
+
+/**
  * Spawns `tailguard <args>` as a real process.
  *
  * @example const c = spawnCli(['collector', '--port', '0', '--db', file], { TAILGUARD_API_TOKEN: … })

@@ -27,6 +27,8 @@ export { createKubernetesActuator, SERVICE_ACCOUNT_DIR } from './kubernetes.js'
 export type { KubernetesActuatorOptions } from './kubernetes.js'
 export { createProcessActuator } from './process.js'
 export type { ProcessActuatorOptions } from './process.js'
+export { createReplicaSetActuator } from './replica-set.js'
+export type { ReplicaSet, ReplicaSetActuatorOptions } from './replica-set.js'
 export { createWebhookActuator } from './webhook.js'
 export type { WebhookActuatorOptions } from './webhook.js'
 

@@ -56,4 +56,35 @@ describe('setpoints group (proxies that share a fleet-wide cap)', () => {
     expect(group.put({ admission: [item], fencingToken: 2 })).toEqual({ kind: 'fenced', highest: 3 })
     expect(b.view().admission[0]!.maxConcurrency).toBe(3)
   })
+
+  it('splits the last PUT again when a member joins or leaves (replicas that come and go)', () => {
+    const group = createSetpointsGroup()
+    const [a, b, c] = [member(), member(), member()]
+    group.join([a, b])
+    group.put({
+      admission: [
+        { ...item, maxConcurrency: 12, maxQueue: 24 },
+        { ...item, priorityClass: 1, maxConcurrency: 6, maxQueue: 6 },
+      ],
+      fencingToken: 4,
+      source: 'ctl',
+    })
+    expect(a.view().admission.map((x) => x.maxConcurrency)).toEqual([6, 3])
+    // A third replica: everyone gets a third of the fleet-wide caps, the newcomer the controller's token too.
+    group.join([c])
+    for (const m of [a, b, c]) {
+      expect(m.view().admission.map((x) => [x.maxConcurrency, x.maxQueue])).toEqual([
+        [4, 8],
+        [2, 2],
+      ])
+      expect(m.view().fencingToken).toBe(4)
+    }
+    expect(group.view().admission.map((x) => x.maxConcurrency)).toEqual([12, 6])
+    // One drains and goes: the two left share the caps again; the one that left is no longer summed.
+    group.leave(c)
+    expect(a.view().admission.map((x) => x.maxConcurrency)).toEqual([6, 3])
+    expect(group.view().admission.map((x) => x.maxConcurrency)).toEqual([12, 6])
+    group.leave(c) // not a member: nothing happens
+    expect(group.view().admission.map((x) => x.maxConcurrency)).toEqual([12, 6])
+  })
 })

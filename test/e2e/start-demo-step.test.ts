@@ -1,0 +1,104 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { api, eventually, spawnStart, useTempDirs } from '../helpers/cli.js'
+import type { CliProcess } from '../helpers/cli.js'
+
+// What `npm start` shows a newcomer: the serving demo's load steps up 3× and the controller answers it on the
+// demo's replicas, each action with its reason. The demo's base load is sized to this machine (35% of two
+// replicas' measured capacity, the default; the rest of the suite runs it light), so the step overloads two
+// replicas on a fast machine and a slow one. The controller must add replicas (each a `serve-model` process
+// behind its own proxy, started by the demo's replica set) with the reason, and the new replicas must take
+// traffic under their own labels. (Scaling back down after the step is the policy's call, tested in the
+// simulator; draining and stopping a replica is tested in test/agent/demo/serving.test.ts.)
+// It runs alone after the rest of the suite (package.json), as the load-step test does: on a 2-core machine the
+// parallel suite starves the model servers.
+
+const tempDir = useTempDirs('tg-start-demo-step-')
+const procs: CliProcess[] = []
+afterAll(async () => {
+  for (const p of procs) await p.kill('SIGTERM')
+})
+
+interface Decision {
+  outcome: string
+  outcomeDetail: string | null
+  reason: string
+  time: string
+  actions: Array<{ kind: string; reason: string }>
+  setpointsBefore: { desiredReplicas: number }
+  setpointsAfter: { desiredReplicas: number }
+}
+
+/** Seconds of base load before the step, and how long the step lasts. */
+const STEP_AFTER_S = 15
+const HOLD_S = 75
+
+describe('tailguard start: the demo load step', () => {
+  it('steps the serving demo up 3×; the controller adds replicas, which take traffic', async () => {
+    const dir = tempDir()
+    const config = join(dir, 'tailguard.yaml')
+    writeFileSync(config, 'version: 1\nagent:\n  intervalMs: 500\ncontroller:\n  intervalMs: 1000\n')
+    const start = spawnStart(dir, config, [
+      '--no-keda',
+      '--demo-load',
+      '0.35',
+      '--demo-step-after',
+      String(STEP_AFTER_S),
+      '--demo-step-hold',
+      String(HOLD_S),
+    ])
+    procs.push(start)
+    const [, perReplica, baseRps] = await start.waitFor(
+      /one replica serves ([\d.]+) req\/s here, so demo-llm's trace replays at ([\d.]+) req\/s \(35% of two replicas\)/,
+      60_000,
+    )
+    expect(Number(perReplica)).toBeGreaterThan(0)
+    // 35% of two replicas, printed rounded.
+    expect(Number(baseRps)).toBeCloseTo(0.7 * Number(perReplica), 0)
+    const [, base, token] = await start.waitFor(/dashboard:\s+(http:\/\/[^/\s]+)\/#token=(\S+)/, 30_000)
+    const decisions = async () =>
+      (await api<{ decisions: Decision[] }>(base!, '/api/v1/decisions?target=demo-llm&from=-1h', token!)).body
+        .decisions ?? []
+
+    await start.waitFor(
+      /demo: demo-llm's load steps up 3× to [\d.]+ req\/s until/,
+      (STEP_AFTER_S + 30) * 1000,
+    )
+    const scaledUp = await eventually(
+      async () =>
+        (await decisions()).find(
+          (d) =>
+            d.outcome === 'applied' &&
+            d.actions.some((a) => a.kind === 'scale') &&
+            d.setpointsAfter.desiredReplicas > d.setpointsBefore.desiredReplicas,
+        ),
+      HOLD_S * 1000,
+      1000,
+    )
+    expect(scaledUp.reason).toMatch(/need \d+, have \d+/)
+    expect(scaledUp.outcomeDetail).toMatch(/starting r\d+/)
+    const added = /starting (r\d+)/.exec(scaledUp.outcomeDetail!)![1]!
+
+    // The new replica serves requests under its own label (its proxy records them).
+    const served = await eventually(
+      async () => {
+        const r = await api<{ count?: number }>(
+          base!,
+          `/api/v1/latency?service=demo-llm&replica=${added}&from=-10m`,
+          token!,
+        )
+        return r.status === 200 && (r.body.count ?? 0) > 0 ? r.body.count! : null
+      },
+      30_000,
+      1000,
+    )
+    expect(served).toBeGreaterThan(0)
+
+    // Every decision is stored with its reason and outcome.
+    for (const d of await decisions()) {
+      expect(d.reason.length).toBeGreaterThan(0)
+      expect(['applied', 'failed', 'skipped']).toContain(d.outcome)
+    }
+  }, 300_000)
+})
