@@ -12,6 +12,7 @@ const MIGRATIONS: Readonly<Record<string, () => Promise<Migration>>> = {
   '2026-11-23T1000_service_rollups': () => import('./2026-11-23T1000_service_rollups.js'),
   '2026-11-23T1100_signals': () => import('./2026-11-23T1100_signals.js'),
   '2026-11-23T1200_controller': () => import('./2026-11-23T1200_controller.js'),
+  '2026-11-25T1000_service_counts': () => import('./2026-11-25T1000_service_counts.js'),
 }
 
 /**

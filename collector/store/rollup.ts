@@ -3,7 +3,14 @@ import { floorTo } from './levels.js'
 import type { DB } from './schema.js'
 
 /** The append-only tables that are rolled up level by level with the `consumed` rule. */
-export type RollupTable = 'tg_hist' | 'tg_count' | 'tg_gpu_stat' | 'tg_signal' | 'tg_bucket_hist'
+export type RollupTable =
+  | 'tg_hist'
+  | 'tg_hist_service'
+  | 'tg_count'
+  | 'tg_count_service'
+  | 'tg_gpu_stat'
+  | 'tg_signal'
+  | 'tg_bucket_hist'
 
 /**
  * Claims the finer level's unconsumed rows of `[fromMs, toMs)` in `table` (`UPDATE … SET consumed = 1 WHERE

@@ -21,6 +21,7 @@ export interface DB extends SloTables, ControllerTables {
   tg_hist: HistTable
   tg_hist_service: ServiceHistTable
   tg_count: CountTable
+  tg_count_service: ServiceCountTable
   tg_level_state: LevelStateTable
   tg_gpu: GpuTable
   tg_gpu_stat: GpuStatTable
@@ -66,8 +67,10 @@ export interface HistTable {
 }
 
 /**
- * Histograms merged across the replicas of one service, per metric, on every rollup level above the finest
- * (compaction writes them with the per-replica rows of the same bucket). Same `consumed` rule as `tg_hist`.
+ * Histograms merged across the replicas of one service, per metric, on every rollup level: on the finest,
+ * ingest writes one per report, service and metric (migration 2026-11-25T1000); above it, compaction merges
+ * the finer service rows, in the transaction that rolls up the per-replica rows of the same bucket. Same
+ * `consumed` rule as `tg_hist`.
  */
 export interface ServiceHistTable {
   step_ms: number
@@ -79,18 +82,33 @@ export interface ServiceHistTable {
   histogram: string
 }
 
-/** Request counters, append-only, on the same levels and with the same `consumed` rule as `tg_hist`. */
-export interface CountTable {
-  step_ms: number
-  bucket_ms: number
-  series_id: number
-  consumed: number
+/** The counter columns of `tg_count` and `tg_count_service`. */
+export interface CountColumns {
   ok_count: number
   error_count: number
   shed_count: number
   output_tokens: number
   /** JSON object: error class → count. */
   error_classes: string
+}
+
+/** Request counters, append-only, on the same levels and with the same `consumed` rule as `tg_hist`. */
+export interface CountTable extends CountColumns {
+  step_ms: number
+  bucket_ms: number
+  series_id: number
+  consumed: number
+}
+
+/**
+ * Request counters summed across the replicas of one service, on every level, written and rolled up as
+ * `tg_hist_service` is (one row per report and service on the finest level). Same `consumed` rule.
+ */
+export interface ServiceCountTable extends CountColumns {
+  step_ms: number
+  bucket_ms: number
+  service: string
+  consumed: number
 }
 
 /** Per rollup level, the time before which compaction has deleted that level's rows (retention). */

@@ -25,7 +25,7 @@ import {
   rollUpSignals,
   signalRows,
 } from './signal-store.js'
-import type { DB } from './schema.js'
+import type { CountColumns, DB } from './schema.js'
 import type {
   EpochMs,
   GpuEventInfo,
@@ -175,14 +175,7 @@ class SqlStore implements Store {
     // after an outage is old data), never later than now.
     const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
     const pending: Array<{ labels: SeriesLabels; metric: Metric; histogram: string }> = []
-    const counters: Array<{
-      labels: SeriesLabels
-      ok: number
-      error: number
-      shed: number
-      tokens: number
-      classes: string
-    }> = []
+    const counters: Array<{ labels: SeriesLabels; columns: CountColumns }> = []
     const labelsByKey = new Map<string, SeriesLabels>()
     report.series.forEach((s, i) => {
       const labels = pickLabels(s.labels)
@@ -200,14 +193,26 @@ class SqlStore implements Store {
       if (s.requests.ok + s.requests.error + s.requests.shed + tokens > 0 || Object.keys(classes).length > 0)
         counters.push({
           labels,
-          ok: s.requests.ok,
-          error: s.requests.error,
-          shed: s.requests.shed,
-          tokens,
-          classes: JSON.stringify(classes),
+          columns: {
+            ok_count: s.requests.ok,
+            error_count: s.requests.error,
+            shed_count: s.requests.shed,
+            output_tokens: tokens,
+            error_classes: JSON.stringify(classes),
+          },
         })
     })
     checkBucketHistograms(report)
+    // Per service, the report's histograms merged across its replicas and its counters summed: a query by
+    // service reads one row per report on the finest level instead of one per replica.
+    const serviceHists = new Merge<readonly [string, string]>()
+    for (const p of pending) serviceHists.add([p.labels.service, p.metric], p.histogram)
+    const serviceCounts = new Map<string, CountColumns[]>()
+    for (const c of counters) {
+      const list = serviceCounts.get(c.labels.service)
+      if (list) list.push(c.columns)
+      else serviceCounts.set(c.labels.service, [c.columns])
+    }
 
     let upserted = new Map<string, number>()
     const outcome = await this.#retrying(() =>
@@ -262,11 +267,30 @@ class SqlStore implements Store {
             bucket_ms: bucketMs,
             series_id: id(c.labels),
             consumed: 0,
-            ok_count: c.ok,
-            error_count: c.error,
-            shed_count: c.shed,
-            output_tokens: c.tokens,
-            error_classes: c.classes,
+            ...c.columns,
+          })),
+        )
+        await insertChunked(
+          trx,
+          'tg_hist_service',
+          serviceHists.rows().map(([[service, metric], histogram]) => ({
+            step_ms: this.#finestMs,
+            bucket_ms: bucketMs,
+            service,
+            metric,
+            consumed: 0,
+            histogram,
+          })),
+        )
+        await insertChunked(
+          trx,
+          'tg_count_service',
+          [...serviceCounts].map(([service, rows]) => ({
+            step_ms: this.#finestMs,
+            bucket_ms: bucketMs,
+            service,
+            consumed: 0,
+            ...countColumns(sumCounts(rows)),
           })),
         )
         const sig = signalRows(report, this.#finestMs, id)
@@ -317,17 +341,16 @@ class SqlStore implements Store {
 
   /**
    * Inserts histogram rows as they are, in one transaction (bulk loader for benchmarks and tests), with the
-   * service rollups compaction would write next to rows above the finest level.
+   * service rows ingest and compaction would write next to them (one per service, metric, level and bucket).
    */
   async writeHistRows(rows: readonly HistRow[]): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
-      const coarse = rows.filter((r) => r.stepMs !== this.#finestMs)
       const services = await serviceOf(
         trx,
-        coarse.map((r) => r.seriesId),
+        rows.map((r) => r.seriesId),
       )
       const perService = new Merge<readonly [string, string, number, number, number]>()
-      for (const r of coarse)
+      for (const r of rows)
         perService.add(
           [services.get(r.seriesId)!, r.metric, r.bucketMs, r.stepMs, r.consumed ? 1 : 0],
           r.histogram,
@@ -590,7 +613,7 @@ class SqlStore implements Store {
               .transaction()
               .execute((trx) =>
                 table === 'tg_hist'
-                  ? rollUpHist(trx, fine, coarse, fromMs, toMs, i === 1)
+                  ? rollUpHist(trx, fine, coarse, fromMs, toMs)
                   : table === 'tg_count'
                     ? rollUpCounts(trx, fine, coarse, fromMs, toMs)
                     : table === 'tg_gpu_stat'
@@ -626,6 +649,7 @@ class SqlStore implements Store {
             'tg_hist',
             'tg_hist_service',
             'tg_count',
+            'tg_count_service',
             'tg_gpu_stat',
             'tg_signal',
             'tg_bucket_hist',
@@ -716,8 +740,8 @@ class SqlStore implements Store {
 
   /**
    * The histogram rows a plan counts. A selector on the service alone (or on nothing) reads the service
-   * rollups on every level above the finest (one row per service and bucket, not one per replica) and the
-   * per-replica rows only on the finest level; any other label reads per-replica rows throughout.
+   * rows on every level (one per service and bucket, or per report and service on the finest level, not one
+   * per replica); any other label reads per-replica rows throughout.
    */
   async #histRows(
     trx: Transaction<DB>,
@@ -727,12 +751,9 @@ class SqlStore implements Store {
   ): Promise<Array<Row & { metric: string; histogram: string }>> {
     const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
     if (terms.length === 0) return []
-    const byService = (['model', 'version', 'replica', 'node'] as const).every(
-      (k) => selector[k] === undefined,
-    )
     const read = (t: FetchTerm) => {
       const consumed = t.unconsumedOnly ? [0] : [0, 1]
-      if (byService && t.stepMs !== this.#finestMs) {
+      if (byServiceOnly(selector)) {
         let q = trx
           .selectFrom('tg_hist_service')
           .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
@@ -766,9 +787,15 @@ class SqlStore implements Store {
   ): Promise<CountRow[]> {
     const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
     if (terms.length === 0) return []
+    // A selector on the service alone (or on nothing) reads the service rows, as #histRows does. Both tables
+    // have every column read here; kysely's types cannot name a table chosen at run time.
+    const byService = byServiceOnly(selector)
+    const table = byService ? ('tg_count_service' as 'tg_count') : 'tg_count'
+    const filter = byService ? serviceFilter(selector) : seriesFilter(selector)
     const read = (t: FetchTerm) =>
       trx
-        .selectFrom('tg_count')
+        .selectFrom(table)
+        .where(filter)
         .select([
           'step_ms',
           'bucket_ms',
@@ -779,7 +806,6 @@ class SqlStore implements Store {
           'output_tokens',
           'error_classes',
         ])
-        .where(seriesFilter(selector))
         .where('step_ms', '=', t.stepMs)
         .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
         .where('bucket_ms', '>=', t.fromMs)
@@ -808,13 +834,7 @@ class SqlStore implements Store {
   }
 }
 
-type CountRow = Row & {
-  ok_count: number
-  error_count: number
-  shed_count: number
-  output_tokens: number
-  error_classes: string
-}
+type CountRow = Row & CountColumns
 
 /**
  * Creates the store over an open kysely handle; `createStore` is the public entry point.
@@ -877,7 +897,7 @@ const BULK_CHUNK_ROWS = 20_000
  * (`json_each`). Ingest's hot path: kysely's per-value compilation and preparing a new multi-row INSERT per
  * chunk cost more than the database's own work.
  */
-async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count'>(
+async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count' | 'tg_count_service'>(
   trx: Db,
   table: T,
   rows: ReadonlyArray<DB[T] extends infer R ? { [K in keyof R]: R[K] } : never>,
@@ -899,6 +919,16 @@ async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count
   }
 }
 
+/** Whether a selector sets no label but the service: then the service rows answer it. @example byServiceOnly({ service: 'chat' }) // true */
+function byServiceOnly(selector: Selector): boolean {
+  return (['model', 'version', 'replica', 'node'] as const).every((k) => selector[k] === undefined)
+}
+
+/** `service = …` on a service table; always true when the selector names no service. */
+function serviceFilter(selector: Selector): RawBuilder<SqlBool> {
+  return selector.service === undefined ? sql<SqlBool>`1 = 1` : sql<SqlBool>`service = ${selector.service}`
+}
+
 /** `series_id in (…)` for the labels the selector sets; always true when it sets none. */
 function seriesFilter(selector: Selector): RawBuilder<SqlBool> {
   const conds = (['service', 'model', 'version', 'replica', 'node'] as const)
@@ -910,9 +940,9 @@ function seriesFilter(selector: Selector): RawBuilder<SqlBool> {
 
 /**
  * Rolls the unconsumed `fine` histogram rows of `[fromMs, toMs)` up into `coarse` rows, per replica and per
- * service (across replicas), in the caller's transaction. Service rows of the first rollup level come from
- * the per-replica finest rows; those of coarser levels from the service rows one level finer, claimed in
- * the same transaction, so a level's service rows always hold exactly what its per-replica rows hold.
+ * service (from the service rows one level finer, which ingest writes on the finest level), in the caller's
+ * transaction. Each table follows the `consumed` rule on its own, so a level's service rows always hold
+ * exactly what its per-replica rows hold, whichever rows a concurrent ingest added between the two claims.
  */
 async function rollUpHist(
   trx: Transaction<DB>,
@@ -920,44 +950,31 @@ async function rollUpHist(
   coarse: number,
   fromMs: number,
   toMs: number,
-  fineIsFinest: boolean,
 ): Promise<number> {
-  const claimed = await trx
-    .updateTable('tg_hist')
-    .set({ consumed: 1 })
-    .where('step_ms', '=', fine)
-    .where('consumed', '=', 0)
-    .where('bucket_ms', '>=', fromMs)
-    .where('bucket_ms', '<', toMs)
-    .returning(['series_id', 'metric', 'bucket_ms', 'histogram'])
-    .execute()
   const perSeries = new Merge<readonly [number, string, number]>()
-  for (const r of claimed)
-    perSeries.add([Number(r.series_id), r.metric, floorTo(Number(r.bucket_ms), coarse)], r.histogram)
+  for (const g of await claimGroups(
+    trx,
+    'tg_hist',
+    ['series_id', 'metric', 'histogram'],
+    fine,
+    coarse,
+    fromMs,
+    toMs,
+    (r) => `${r.series_id}/${r.metric}`,
+  ))
+    for (const r of g.rows) perSeries.add([Number(r.series_id), r.metric, g.bucketMs], r.histogram)
   const perService = new Merge<readonly [string, string, number]>()
-  if (fineIsFinest) {
-    const services = await serviceOf(
-      trx,
-      claimed.map((r) => Number(r.series_id)),
-    )
-    for (const r of claimed)
-      perService.add(
-        [services.get(Number(r.series_id))!, r.metric, floorTo(Number(r.bucket_ms), coarse)],
-        r.histogram,
-      )
-  } else {
-    const rows = await trx
-      .updateTable('tg_hist_service')
-      .set({ consumed: 1 })
-      .where('step_ms', '=', fine)
-      .where('consumed', '=', 0)
-      .where('bucket_ms', '>=', fromMs)
-      .where('bucket_ms', '<', toMs)
-      .returning(['service', 'metric', 'bucket_ms', 'histogram'])
-      .execute()
-    for (const r of rows)
-      perService.add([r.service, r.metric, floorTo(Number(r.bucket_ms), coarse)], r.histogram)
-  }
+  for (const g of await claimGroups(
+    trx,
+    'tg_hist_service',
+    ['service', 'metric', 'histogram'],
+    fine,
+    coarse,
+    fromMs,
+    toMs,
+    (r) => `${r.service}/${r.metric}`,
+  ))
+    for (const r of g.rows) perService.add([r.service, r.metric, g.bucketMs], r.histogram)
   await insertChunked(
     trx,
     'tg_hist',
@@ -985,14 +1002,24 @@ async function rollUpHist(
   return perSeries.size + perService.size
 }
 
-/** Histograms merged per key (sparse counts added bucket by bucket), encoded on the way out. */
+/**
+ * Histograms merged per key (sparse counts added bucket by bucket), encoded on the way out. A key with one
+ * histogram keeps its encoding as it came (nothing to decode), as a report's only replica of a service does.
+ */
 class Merge<K extends readonly [string | number, string, ...number[]]> {
-  readonly #groups = new Map<string, { key: K; h: Histogram }>()
+  readonly #groups = new Map<string, { key: K; first: string; h: Histogram | null }>()
 
   add(key: K, encoded: string): void {
     const id = key.join('\u0000')
-    let g = this.#groups.get(id)
-    if (!g) this.#groups.set(id, (g = { key, h: newHistogram() }))
+    const g = this.#groups.get(id)
+    if (!g) {
+      this.#groups.set(id, { key, first: encoded, h: null })
+      return
+    }
+    if (!g.h) {
+      g.h = newHistogram()
+      addEncoded(g.h, g.first)
+    }
     addEncoded(g.h, encoded)
   }
 
@@ -1001,7 +1028,7 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
   }
 
   rows(): Array<[K, string]> {
-    return [...this.#groups.values()].map((g) => [g.key, encodeHistogram(g.h)])
+    return [...this.#groups.values()].map((g) => [g.key, g.h ? encodeHistogram(g.h) : g.first])
   }
 }
 
@@ -1019,6 +1046,10 @@ async function serviceOf(trx: Transaction<DB>, ids: readonly number[]): Promise<
   return out
 }
 
+/**
+ * Rolls the unconsumed `fine` counter rows of `[fromMs, toMs)` up into `coarse` rows, per replica and per
+ * service (from the service rows one level finer), in the caller's transaction, as {@link rollUpHist} does.
+ */
 async function rollUpCounts(
   trx: Transaction<DB>,
   fine: number,
@@ -1026,47 +1057,66 @@ async function rollUpCounts(
   fromMs: number,
   toMs: number,
 ): Promise<number> {
-  const groups = await claimGroups(
+  const columns = ['consumed', ...COUNT_COLUMNS] as const
+  const perSeries = await claimGroups(
     trx,
     'tg_count',
-    [
-      'series_id',
-      'step_ms',
-      'consumed',
-      'ok_count',
-      'error_count',
-      'shed_count',
-      'output_tokens',
-      'error_classes',
-    ],
+    ['series_id', ...columns],
     fine,
     coarse,
     fromMs,
     toMs,
     (r) => String(r.series_id),
   )
+  const perService = await claimGroups(
+    trx,
+    'tg_count_service',
+    ['service', ...columns],
+    fine,
+    coarse,
+    fromMs,
+    toMs,
+    (r) => r.service,
+  )
   await insertChunked(
     trx,
     'tg_count',
-    groups.map((g) => {
-      const c = sumCounts(g.rows.map((r) => ({ ...r, bucket_ms: g.bucketMs })))
-      return {
-        step_ms: coarse,
-        bucket_ms: g.bucketMs,
-        series_id: Number(g.rows[0]!.series_id),
-        consumed: 0,
-        ok_count: c.ok,
-        error_count: c.error,
-        shed_count: c.shed,
-        output_tokens: c.outputTokens,
-        error_classes: JSON.stringify(c.errorClasses),
-      }
-    }),
+    perSeries.map((g) => ({
+      step_ms: coarse,
+      bucket_ms: g.bucketMs,
+      series_id: Number(g.rows[0]!.series_id),
+      consumed: 0,
+      ...countColumns(sumCounts(g.rows)),
+    })),
   )
-  return groups.length
+  await insertChunked(
+    trx,
+    'tg_count_service',
+    perService.map((g) => ({
+      step_ms: coarse,
+      bucket_ms: g.bucketMs,
+      service: g.rows[0]!.service,
+      consumed: 0,
+      ...countColumns(sumCounts(g.rows)),
+    })),
+  )
+  return perSeries.length + perService.length
 }
 
-function sumCounts(rows: readonly CountRow[]): RequestCounts {
+const COUNT_COLUMNS = ['ok_count', 'error_count', 'shed_count', 'output_tokens', 'error_classes'] as const
+
+/** Counts as the counter columns store them. @example countColumns(EMPTY_COUNTS) // { ok_count: 0, …, error_classes: '{}' } */
+function countColumns(c: RequestCounts): CountColumns {
+  return {
+    ok_count: c.ok,
+    error_count: c.error,
+    shed_count: c.shed,
+    output_tokens: c.outputTokens,
+    error_classes: JSON.stringify(c.errorClasses),
+  }
+}
+
+function sumCounts(rows: readonly CountColumns[]): RequestCounts {
   if (rows.length === 0) return EMPTY_COUNTS
   let ok = 0
   let error = 0

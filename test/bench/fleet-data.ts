@@ -55,7 +55,15 @@ function histogramPool(poolSize: number): string[][] {
 }
 
 /** The store's tables the PostgreSQL copy takes over. */
-const COPIED_TABLES = ['tg_series', 'tg_report', 'tg_hist', 'tg_hist_service', 'tg_count', 'tg_level_state']
+const COPIED_TABLES = [
+  'tg_series',
+  'tg_report',
+  'tg_hist',
+  'tg_hist_service',
+  'tg_count',
+  'tg_count_service',
+  'tg_level_state',
+]
 
 /** Where a cached data set lives, and whether it is complete. */
 export interface FleetData {

@@ -4,6 +4,7 @@ import { mergeHistograms } from '../../../collector/index.js'
 import type { Store } from '../../../collector/index.js'
 import { storeInternals } from '../../../collector/store/sql-store.js'
 import { down, up } from '../../../migrations/2026-11-23T1000_service_rollups.js'
+import * as serviceCounts from '../../../migrations/2026-11-25T1000_service_counts.js'
 import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { fingerprint, histogramOf, latenciesUs, makeReport, rng } from '../../helpers/reports.js'
 
@@ -63,7 +64,7 @@ for (const dialect of testDialects())
         .groupBy('step_ms')
         .orderBy('step_ms')
         .execute()
-      expect(levels.map((l) => Number(l.step_ms))).toEqual([MIN, HOUR, DAY])
+      expect(levels.map((l) => Number(l.step_ms))).toEqual([10_000, MIN, HOUR, DAY])
       for (const [fromMs, toMs] of [
         [T0, T0 + 2 * DAY],
         [T0 + 37 * MIN, T0 + DAY + 5 * HOUR + 10_000],
@@ -97,6 +98,41 @@ for (const dialect of testDialects())
       expect(series.reduce((n, p) => n + p.histogram.totalCount, 0)).toBe(before.totalCount)
     })
 
+    it('the service-counts migration builds service counters and finest service rows from stored rows', async () => {
+      const store = ctx.store
+      let seq = 0
+      for (let t = T0; t < T0 + 3 * DAY; t += 45 * MIN) {
+        const series = ['r0', 'r1', 'r2'].map((replica, i) => ({
+          labels: { service: i < 2 ? 'chat' : 'search', replica },
+          samples: { total: [1000 * (i + 1), 50_000] },
+          ok: 3 + i,
+          error: i,
+          shed: 1,
+          errorClasses: { timeout: i },
+        }))
+        await store.ingest(makeReport({ seq: ++seq, startMs: t, series }), t + 5000)
+      }
+      await store.compact(T0 + 3 * DAY - HOUR)
+      const range = { fromMs: T0 + 7 * MIN, toMs: T0 + 3 * DAY }
+      const perReplica = await Promise.all(
+        ['r0', 'r1'].map((replica) => store.counts({ service: 'chat', replica }, range)),
+      )
+      const want = {
+        counts: await store.counts({ service: 'chat' }, range),
+        hist: fingerprint((await store.histograms({ service: 'chat' }, range, ['total'])).get('total')!),
+      }
+      expect(want.counts.ok).toBe(perReplica[0]!.ok + perReplica[1]!.ok)
+      expect(want.counts.error).toBe(perReplica[0]!.error + perReplica[1]!.error)
+      expect(want.counts.errorClasses).toEqual({ timeout: perReplica[1]!.errorClasses.timeout })
+      const db = storeInternals(store)!.db
+      await serviceCounts.down(db as never)
+      await serviceCounts.up(db as never)
+      expect(await store.counts({ service: 'chat' }, range)).toEqual(want.counts)
+      expect(fingerprint((await store.histograms({ service: 'chat' }, range, ['total'])).get('total')!)).toBe(
+        want.hist,
+      )
+    })
+
     it('the migration builds service rows from existing rollups, keeping what each level holds', async () => {
       const store = ctx.store
       await fill(store, T0, T0 + DAY, 30 * MIN)
@@ -104,8 +140,10 @@ for (const dialect of testDialects())
       const range = { fromMs: T0 + 7 * MIN, toMs: T0 + DAY }
       const want = fingerprint((await store.histograms({ service: 'chat' }, range, ['total'])).get('total')!)
       const db = storeInternals(store)!.db
+      await serviceCounts.down(db as never)
       await down(db as never)
       await up(db as never)
+      await serviceCounts.up(db as never)
       const rows = await sql<{ n: number }>`select count(*) as n from tg_hist_service`.execute(db)
       expect(Number(rows.rows[0]!.n)).toBeGreaterThan(0)
       expect(fingerprint((await store.histograms({ service: 'chat' }, range, ['total'])).get('total')!)).toBe(
