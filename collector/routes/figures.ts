@@ -5,6 +5,7 @@ import { Gauge } from 'prom-client'
 import { BadRequest } from '../errors.js'
 import { serviceFigures } from '../live/service-figures.js'
 import type { LatencyThreshold, ServiceFigures } from '../live/service-figures.js'
+import { resolvePricing } from '../live/figures.js'
 import type { GpuPricing } from '../live/figures.js'
 import {
   PROM_SERVICE_COST_PER_MILLION_REQUESTS,
@@ -63,10 +64,6 @@ const FiguresQuery = Type.Object(
 
 const DEFAULT_WINDOW_MS = 5 * 60_000
 const MAX_WINDOW_MS = 7 * 24 * 3600_000
-
-function resolvePricing(p: Partial<GpuPricing>): GpuPricing {
-  return { gpuHourUsd: p.gpuHourUsd ?? null, byGpuModel: p.byGpuModel ?? {}, byNode: p.byNode ?? {} }
-}
 
 /** The services (and, when asked, models/versions) that reported since `sinceMs`. */
 async function activeServices(

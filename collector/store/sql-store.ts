@@ -375,6 +375,30 @@ class SqlStore implements Store {
     return out
   }
 
+  async histogramsByService(
+    range: TimeRange,
+    metrics: readonly Metric[],
+  ): Promise<Map<string, Map<Metric, Histogram>>> {
+    const out = new Map<string, Map<Metric, Histogram>>()
+    if (metrics.length === 0 || !(range.fromMs < range.toMs)) return out
+    await this.#read(async (trx, available) => {
+      const segments = planSegments(range.fromMs, range.toMs, this.#steps, available)
+      const rows = await this.#histRows(trx, {}, segments, metrics)
+      // Rows of the finest level are per replica (their series' service), coarser ones per service already.
+      const services = await serviceOf(
+        trx,
+        rows.flatMap((r) => (r.series_id === null ? [] : [Number(r.series_id)])),
+      )
+      for (const row of rows) {
+        const service = row.service ?? services.get(Number(row.series_id)) ?? ''
+        let hs = out.get(service)
+        if (!hs) out.set(service, (hs = new Map(metrics.map((m) => [m, newHistogram()]))))
+        addEncoded(hs.get(row.metric as Metric)!, row.histogram)
+      }
+    })
+    return out
+  }
+
   async timeseries(
     selector: Selector,
     range: TimeRange,
@@ -412,20 +436,30 @@ class SqlStore implements Store {
     stepMs: number,
   ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>> {
     const step = this.#outputStep(stepMs)
-    const buckets = new Map<number, CountRow[]>()
+    let rows: CountRow[] = []
     if (range.fromMs < range.toMs)
       await this.#read(async (trx, available) => {
-        const segments = this.#planSteps(range, step, available)
-        for (const row of await this.#countRows(trx, selector, segments)) {
-          const t = floorTo(Number(row.bucket_ms), step)
-          const list = buckets.get(t)
-          if (list) list.push(row)
-          else buckets.set(t, [row])
-        }
+        rows = await this.#countRows(trx, selector, this.#planSteps(range, step, available))
       })
-    return [...buckets.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([tMs, rows]) => ({ tMs, counts: sumCounts(rows) }))
+    return countBuckets(rows, step)
+  }
+
+  async countSeriesByService(
+    range: TimeRange,
+    stepMs: number,
+  ): Promise<Map<string, Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>> {
+    const step = this.#outputStep(stepMs)
+    const byService = new Map<string, CountRow[]>()
+    if (range.fromMs < range.toMs)
+      await this.#read(async (trx, available) => {
+        const rows = await this.#countRows(trx, {}, this.#planSteps(range, step, available))
+        const services = await serviceOf(
+          trx,
+          rows.map((r) => Number(r.series_id)),
+        )
+        for (const row of rows) pushTo(byService, services.get(Number(row.series_id)) ?? '', row)
+      })
+    return new Map([...byService].map(([service, rows]) => [service, countBuckets(rows, step)]))
   }
 
   async signals(selector: Selector, range: TimeRange, stepMs: number): Promise<SignalSeries[]> {
@@ -724,7 +758,9 @@ class SqlStore implements Store {
     selector: Selector,
     segments: readonly Segment[],
     metrics: readonly Metric[],
-  ): Promise<Array<Row & { metric: string; histogram: string }>> {
+  ): Promise<
+    Array<Row & { metric: string; histogram: string; series_id: number | null; service: string | null }>
+  > {
     const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
     if (terms.length === 0) return []
     const byService = (['model', 'version', 'replica', 'node'] as const).every(
@@ -736,6 +772,8 @@ class SqlStore implements Store {
         let q = trx
           .selectFrom('tg_hist_service')
           .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+          .select(sql<number | null>`cast(null as integer)`.as('series_id'))
+          .select((eb) => eb.ref('service').$castTo<string | null>().as('service'))
           .where('metric', 'in', metrics)
         if (selector.service !== undefined) q = q.where('service', '=', selector.service)
         return q
@@ -747,6 +785,8 @@ class SqlStore implements Store {
       return trx
         .selectFrom('tg_hist')
         .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+        .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
+        .select(sql<string | null>`cast(null as text)`.as('service'))
         .where('metric', 'in', metrics)
         .where(seriesFilter(selector))
         .where('step_ms', '=', t.stepMs)
@@ -773,6 +813,7 @@ class SqlStore implements Store {
           'step_ms',
           'bucket_ms',
           'consumed',
+          'series_id',
           'ok_count',
           'error_count',
           'shed_count',
@@ -809,6 +850,7 @@ class SqlStore implements Store {
 }
 
 type CountRow = Row & {
+  series_id: number
   ok_count: number
   error_count: number
   shed_count: number
@@ -1064,6 +1106,24 @@ async function rollUpCounts(
     }),
   )
   return groups.length
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key)
+  if (list) list.push(value)
+  else map.set(key, [value])
+}
+
+/** Count rows summed per `step`-aligned bucket, oldest first. */
+function countBuckets(
+  rows: readonly CountRow[],
+  step: number,
+): Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }> {
+  const buckets = new Map<number, CountRow[]>()
+  for (const row of rows) pushTo(buckets, floorTo(Number(row.bucket_ms), step), row)
+  return [...buckets.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([tMs, list]) => ({ tMs, counts: sumCounts(list) }))
 }
 
 function sumCounts(rows: readonly CountRow[]): RequestCounts {
