@@ -10,7 +10,7 @@ import { heldGpus, hourlyPrice, sloCovers } from '../live/service-figures.js'
 import type { LatencyThreshold } from '../live/service-figures.js'
 import type { Histogram } from '../report/index.js'
 import type { EpochMs, GpuInfo, RequestCounts, ServiceInfo, TimeRange } from '../store/types.js'
-import { isoTime, parseRange, resolveStepMs } from '../time.js'
+import { alignedRange, isoTime, parseRange, resolveStepMs } from '../time.js'
 
 /** The label value agents give overflow series (agent/recorder.ts OVERFLOW_LABEL; docs/limits.md). */
 const OVERFLOW_LABEL = '__overflow__'
@@ -225,8 +225,9 @@ export function createFleetRoutes(options: FleetRoutesOptions): (fastify: Fastif
       },
       async (req) => {
         const now = app.clock()
-        const range = parseRange(req.query.from, req.query.to, now, 3_600_000)
-        const stepMs = resolveStepMs(undefined, range, app.store.rollupStepsMs)
+        const polled = parseRange(req.query.from, req.query.to, now, 3_600_000)
+        const stepMs = resolveStepMs(undefined, polled, app.store.rollupStepsMs)
+        const range = alignedRange(polled, req.query, stepMs)
         const [series, gpus] = await Promise.all([app.store.services(), app.store.gpus(now)])
         const byService = new Map<string, ServiceInfo[]>()
         for (const s of series) {
