@@ -200,7 +200,12 @@ export async function buildCollector(
       await api.register(requestRoutes)
       await api.register(heatmapRoutes)
       await api.register(createFigureRoutes(deps.figures ?? { pricing: {}, latencySlos: () => [] }))
-      await api.register(createFleetRoutes({ latencySlos: deps.figures?.latencySlos ?? (() => []) }))
+      await api.register(
+        createFleetRoutes({
+          latencySlos: deps.figures?.latencySlos ?? (() => []),
+          pricing: deps.figures?.pricing ?? {},
+        }),
+      )
       for (const plugin of deps.plugins ?? []) await api.register(plugin)
       // Like every API route, the OpenAPI document needs a token (read scope): docs/limits.md.
       api.get('/openapi.json', { config: { scope: 'read' }, schema: { hide: true } }, async () =>

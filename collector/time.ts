@@ -132,3 +132,28 @@ export function resolveStepMs(
 
 /** Epoch ms as the API writes times (ISO 8601, UTC). @example isoTime(0) // '1970-01-01T00:00:00.000Z' */
 export const isoTime = (ms: number): string => new Date(ms).toISOString()
+
+/** True for a time given relative to the clock: left out (now), `now`, or `-<duration>`. */
+const relativeTime = (text: string | undefined): boolean =>
+  text === undefined || text.trim() === 'now' || text.trim().startsWith('-')
+
+/**
+ * The range of a chart query, polled: when `to` is relative to the clock (left out, `now`, `-5m`), its end aligned
+ * down to `stepMs` and a relative `from` moved back with it (the span kept); absolute times stay as given. Polls
+ * within one step then cover the same range, so they get the same body (and `ETag`, hence a 304) until data changes;
+ * the step still filling is left out. A range that alignment would empty (an absolute `from` within the last step)
+ * is kept as given.
+ *
+ * @example alignedRange({ fromMs: 5_000, toMs: 125_000 }, { from: '-2m' }, 60_000) // { fromMs: 0, toMs: 120_000 }
+ * @example alignedRange({ fromMs: 5_000, toMs: 125_000 }, { from: '5000', to: '125000' }, 60_000) // as given
+ */
+export function alignedRange(
+  range: { fromMs: number; toMs: number },
+  query: { readonly from?: string | undefined; readonly to?: string | undefined },
+  stepMs: number,
+): { fromMs: number; toMs: number } {
+  if (!relativeTime(query.to)) return range
+  const toMs = Math.floor(range.toMs / stepMs) * stepMs
+  const fromMs = relativeTime(query.from) ? range.fromMs - (range.toMs - toMs) : range.fromMs
+  return fromMs < toMs ? { fromMs, toMs } : range
+}

@@ -77,6 +77,15 @@ export interface GpuPricing {
 }
 
 /**
+ * A partial price list (as the config gives it) with the missing parts empty.
+ *
+ * @example resolvePricing({ gpuHourUsd: 4 }) // { gpuHourUsd: 4, byGpuModel: {}, byNode: {} }
+ */
+export function resolvePricing(p: Partial<GpuPricing> = {}): GpuPricing {
+  return { gpuHourUsd: p.gpuHourUsd ?? null, byGpuModel: p.byGpuModel ?? {}, byNode: p.byNode ?? {} }
+}
+
+/**
  * The hourly price of one GPU: the node's price, else the GPU model's (matched on the exact NVML/DCGM name), else
  * the default; `null` when none applies.
  *

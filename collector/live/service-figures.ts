@@ -134,6 +134,19 @@ export function heldGpus(gpus: readonly GpuInfo[], sel: Selector, pricing: GpuPr
 }
 
 /**
+ * What the held GPUs cost per hour together: null with the reason when none is held or some has no price.
+ *
+ * @example hourlyPrice([{ usdPerHour: 4, … }, { usdPerHour: 2.5, … }]) // { usdPerHour: 6.5 }
+ */
+export function hourlyPrice(held: readonly HeldGpu[]): { usdPerHour: number | null; reason?: string } {
+  if (held.length === 0)
+    return { usdPerHour: null, reason: 'no GPU process attributed to this service (agent.replicas)' }
+  if (!held.every((g) => g.usdPerHour !== null))
+    return { usdPerHour: null, reason: 'no price for some GPUs (collector.pricing)' }
+  return { usdPerHour: held.reduce((a, g) => a + g.usdPerHour!, 0) }
+}
+
+/**
  * Computes a service's live figures over `range` from the store: throughput and goodput (against the latency SLOs
  * that cover it, from HDR histograms or else imported buckets), tokens per second in and out (live signals, else
  * the spans' output tokens), cost per million requests and output tokens (from the GPUs its replicas hold and their
@@ -232,14 +245,7 @@ export async function serviceFigures(
   const outputTokensPerSecond = outTokens / windowSeconds
 
   const held = heldGpus(gpus, sel, pricing)
-  const priced = held.every((g) => g.usdPerHour !== null)
-  const usdPerHour = held.length > 0 && priced ? held.reduce((a, g) => a + g.usdPerHour!, 0) : null
-  const costReason =
-    held.length === 0
-      ? 'no GPU process attributed to this service (agent.replicas)'
-      : !priced
-        ? 'no price for some GPUs (collector.pricing)'
-        : undefined
+  const { usdPerHour, reason: costReason } = hourlyPrice(held)
   const cost = (perSecond: number) => (usdPerHour === null ? null : costPerMillion(usdPerHour, 1, perSecond))
   const costPerMillionRequests = {
     value: cost(requestsPerSecond),

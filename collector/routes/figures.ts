@@ -5,6 +5,7 @@ import { Gauge } from 'prom-client'
 import { BadRequest } from '../errors.js'
 import { serviceFigures } from '../live/service-figures.js'
 import type { LatencyThreshold, ServiceFigures } from '../live/service-figures.js'
+import { resolvePricing } from '../live/figures.js'
 import type { GpuPricing } from '../live/figures.js'
 import {
   PROM_SERVICE_COST_PER_MILLION_REQUESTS,
@@ -13,7 +14,7 @@ import {
   PROM_SERVICE_GOODPUT,
   PROM_SERVICE_TOKENS,
 } from '../semconv.js'
-import { isoTime, parseDurationMs } from '../time.js'
+import { alignedRange, isoTime, parseDurationMs, resolveStepMs } from '../time.js'
 import { LabelQuery } from './query.js'
 
 /** What the figure routes need: the GPU prices and the latency SLOs that define "good". */
@@ -64,10 +65,6 @@ const FiguresQuery = Type.Object(
 const DEFAULT_WINDOW_MS = 5 * 60_000
 const MAX_WINDOW_MS = 7 * 24 * 3600_000
 
-function resolvePricing(p: Partial<GpuPricing>): GpuPricing {
-  return { gpuHourUsd: p.gpuHourUsd ?? null, byGpuModel: p.byGpuModel ?? {}, byNode: p.byNode ?? {} }
-}
-
 /** The services (and, when asked, models/versions) that reported since `sinceMs`. */
 async function activeServices(
   app: FastifyInstance,
@@ -110,9 +107,14 @@ export function createFigureRoutes(
     const compute = async (
       q: { service?: string; model?: string; version?: string },
       windowMs: number,
+      aligned: boolean,
     ): Promise<{ range: { fromMs: number; toMs: number }; figures: ServiceFigures[] }> => {
       const now = app.clock()
-      const range = { fromMs: now - windowMs, toMs: now }
+      const polled = { fromMs: now - windowMs, toMs: now }
+      // The route's window ends at the last whole step (as the chart routes' relative ranges do); /metrics' at now.
+      const range = aligned
+        ? alignedRange(polled, {}, resolveStepMs(undefined, polled, app.store.rollupStepsMs))
+        : polled
       const figures: ServiceFigures[] = []
       for (const sel of await activeServices(app, range.fromMs, q))
         figures.push(await serviceFigures(app.store, sel, range, pricing, options.latencySlos(), now))
@@ -135,7 +137,7 @@ export function createFigureRoutes(
         const windowMs = q.window === undefined ? DEFAULT_WINDOW_MS : parseDurationMs(q.window)
         if (windowMs === undefined || windowMs < 10_000 || windowMs > MAX_WINDOW_MS)
           throw new BadRequest(`window: expected a duration from 10s to 7d like 5m, got '${q.window}'`)
-        const { range, figures } = await compute(q, windowMs)
+        const { range, figures } = await compute(q, windowMs, true)
         return {
           from: isoTime(range.fromMs),
           to: isoTime(range.toMs),
@@ -151,7 +153,7 @@ export function createFigureRoutes(
     const refresh = (): Promise<void> =>
       (refreshing ??= (async () => {
         for (const g of Object.values(gauges)) g.reset()
-        const { figures } = await compute({}, DEFAULT_WINDOW_MS)
+        const { figures } = await compute({}, DEFAULT_WINDOW_MS, false)
         for (const f of figures) {
           const service = f.service
           const set = (g: Gauge<'service'>, v: number | null) => {

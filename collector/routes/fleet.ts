@@ -4,10 +4,13 @@ import { Type } from '@sinclair/typebox'
 import { summarizeMs } from '../report/index.js'
 import type { Metric } from '../report/index.js'
 import { countAtOrBelow, withoutFloatNoise } from '../slo/math.js'
-import { heldGpus, sloCovers } from '../live/service-figures.js'
+import { costPerMillion, resolvePricing } from '../live/figures.js'
+import type { GpuPricing } from '../live/figures.js'
+import { heldGpus, hourlyPrice, sloCovers } from '../live/service-figures.js'
 import type { LatencyThreshold } from '../live/service-figures.js'
-import type { GpuInfo, ServiceInfo, Store, TimeRange } from '../store/types.js'
-import { isoTime, parseRange, resolveStepMs } from '../time.js'
+import type { Histogram } from '../report/index.js'
+import type { EpochMs, GpuInfo, RequestCounts, ServiceInfo, TimeRange } from '../store/types.js'
+import { alignedRange, isoTime, parseRange, resolveStepMs } from '../time.js'
 
 /** The label value agents give overflow series (agent/recorder.ts OVERFLOW_LABEL; docs/limits.md). */
 const OVERFLOW_LABEL = '__overflow__'
@@ -40,6 +43,16 @@ const FleetService = Type.Object({
       description: 'mean utilization of those GPUs in their newest report',
     }),
   }),
+  costPerMillionRequests: Type.Object(
+    {
+      usd: NullableNumber,
+      reason: Type.Optional(Type.String({ description: 'why usd is null' })),
+    },
+    {
+      description:
+        'the hourly price of the GPUs the replicas hold (collector pricing) ÷ (ok + error) requests per hour over the range; as costPerMillionRequests of /figures',
+    },
+  ),
 })
 
 const FleetResponse = Type.Object({
@@ -59,9 +72,11 @@ const FleetQuery = Type.Object(
   { additionalProperties: false },
 )
 
-/** What the fleet route needs besides the store: the latency SLOs that define "good" for goodput. */
+/** What the fleet route needs besides the store: the latency SLOs that define "good" for goodput, GPU prices. */
 export interface FleetRoutesOptions {
   readonly latencySlos: () => readonly LatencyThreshold[]
+  /** The collector's GPU-hour prices (none: no cost). */
+  readonly pricing?: Partial<GpuPricing>
 }
 
 /**
@@ -91,23 +106,24 @@ export function coveredSeconds(
 
 const distinct = (xs: Iterable<string>) => [...new Set(xs)].filter((x) => x !== '').sort()
 
-async function fleetRow(
-  store: Store,
-  service: string,
-  series: readonly ServiceInfo[],
+/** What one row is computed from: the service's series, its buckets and histograms (absent without data). */
+interface RowInputs {
+  readonly service: string
+  readonly series: readonly ServiceInfo[]
+  readonly buckets: ReadonlyArray<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>
+  readonly hs: ReadonlyMap<Metric, Histogram>
+}
+
+function fleetRow(
+  { service, series, buckets, hs }: RowInputs,
   gpus: readonly GpuInfo[],
   range: TimeRange,
   stepMs: number,
   slos: readonly LatencyThreshold[],
+  pricing: GpuPricing,
 ) {
   const sel = { service }
   const mine = slos.filter((s) => sloCovers(s.selector, sel))
-  const metrics = [...new Set<Metric>(['total', ...mine.map((s) => s.metric)])]
-  // A service that last reported before the range has nothing in it: no query needed.
-  const quiet = series.every((s) => s.lastSeenMs < range.fromMs)
-  const [buckets, hs] = quiet
-    ? [[], new Map()]
-    : await Promise.all([store.countSeries(sel, range, stepMs), store.histograms(sel, range, metrics)])
   // The range's counts are the sum of its buckets (one query instead of two).
   const counts = { ok: 0, error: 0, shed: 0 }
   for (const b of buckets) {
@@ -136,7 +152,12 @@ async function fleetRow(
     if (fractions.length === 0) goodputReason = 'no latencies of the SLO phases in the range'
     else goodputPerSecond = withoutFloatNoise((counts.ok / seconds) * Math.min(...fractions))
   }
-  const held = heldGpus(gpus, sel, { gpuHourUsd: null, byGpuModel: {}, byNode: {} })
+  const held = heldGpus(gpus, sel, pricing)
+  const price = hourlyPrice(held)
+  // As /figures computes it: served (ok + error) requests per second over the whole range.
+  const servedPerSecond = (counts.ok + counts.error) / ((range.toMs - range.fromMs) / 1000)
+  const costUsd = price.usdPerHour === null ? null : costPerMillion(price.usdPerHour, 1, servedPerSecond)
+  const costReason = price.reason ?? (costUsd === null ? 'no requests in the range' : undefined)
   const utils: number[] = []
   for (const h of held) {
     const g = gpus.find(
@@ -168,6 +189,10 @@ async function fleetRow(
       count: held.length,
       utilPct: utils.length > 0 ? withoutFloatNoise(utils.reduce((a, b) => a + b, 0) / utils.length) : null,
     },
+    costPerMillionRequests: {
+      usd: costUsd === null ? null : withoutFloatNoise(costUsd),
+      ...(costReason === undefined ? {} : { reason: costReason }),
+    },
   }
 }
 
@@ -175,7 +200,8 @@ async function fleetRow(
  * `GET /api/v1/fleet?from=-1h&to=now` (read scope): one row per service with everything the dashboard's fleet
  * overview shows, in one request instead of several per service: replicas, request counts, the rate over the
  * time with data, error and shed ratios, goodput against the latency SLOs that cover it, total p50/p99, and the
- * GPUs its replicas hold with their utilization. Overflow series (`__overflow__`) are left out.
+ * GPUs its replicas hold with their utilization and cost per million requests. Each of these is one read of
+ * the store for every service at once, not a query per service. Overflow series (`__overflow__`) are left out.
  *
  * @example
  * ```ts
@@ -184,6 +210,7 @@ async function fleetRow(
  * ```
  */
 export function createFleetRoutes(options: FleetRoutesOptions): (fastify: FastifyInstance) => Promise<void> {
+  const pricing = resolvePricing(options.pricing)
   return async (fastify) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
     app.get(
@@ -198,8 +225,9 @@ export function createFleetRoutes(options: FleetRoutesOptions): (fastify: Fastif
       },
       async (req) => {
         const now = app.clock()
-        const range = parseRange(req.query.from, req.query.to, now, 3_600_000)
-        const stepMs = resolveStepMs(undefined, range, app.store.rollupStepsMs)
+        const polled = parseRange(req.query.from, req.query.to, now, 3_600_000)
+        const stepMs = resolveStepMs(undefined, polled, app.store.rollupStepsMs)
+        const range = alignedRange(polled, req.query, stepMs)
         const [series, gpus] = await Promise.all([app.store.services(), app.store.gpus(now)])
         const byService = new Map<string, ServiceInfo[]>()
         for (const s of series) {
@@ -209,9 +237,27 @@ export function createFleetRoutes(options: FleetRoutesOptions): (fastify: Fastif
           byService.set(s.service, list)
         }
         const slos = options.latencySlos()
+        const metrics = [...new Set<Metric>(['total', ...slos.map((s) => s.metric)])]
+        // One read of every service's buckets and one of its histograms, whatever the number of services.
+        const [buckets, hs] = await Promise.all([
+          app.store.countSeriesByService(range, stepMs),
+          app.store.histogramsByService(range, metrics),
+        ])
         const names = [...byService.keys()].sort((a, b) => a.localeCompare(b))
-        const services = await Promise.all(
-          names.map((n) => fleetRow(app.store, n, byService.get(n)!, gpus, range, stepMs, slos)),
+        const services = names.map((service) =>
+          fleetRow(
+            {
+              service,
+              series: byService.get(service)!,
+              buckets: buckets.get(service) ?? [],
+              hs: hs.get(service) ?? new Map(),
+            },
+            gpus,
+            range,
+            stepMs,
+            slos,
+            pricing,
+          ),
         )
         return { from: isoTime(range.fromMs), to: isoTime(range.toMs), stepMs, services }
       },

@@ -7,7 +7,7 @@ import type { Metric } from '../report/index.js'
 import type { Selector, Store } from '../store/types.js'
 import { BadRequest, SeriesNotFound } from '../errors.js'
 import { didYouMean } from './closest.js'
-import { isoTime, parseRange, resolveStepMs } from '../time.js'
+import { alignedRange, isoTime, parseRange, resolveStepMs } from '../time.js'
 
 const DEFAULT_QUANTILES = ['0.5', '0.9', '0.99', '0.999']
 /** The label value agents give overflow series (agent/recorder.ts OVERFLOW_LABEL; docs/limits.md). */
@@ -266,8 +266,9 @@ export const queryRoutes: FastifyPluginAsync = async (fastify) => {
       const q = req.query
       const metric = parseMetric(q.phase)
       const quantiles = parseQuantiles(q.quantiles)
-      const range = parseRange(q.from, q.to, app.clock())
-      const stepMs = resolveStepMs(q.step, range, app.store.rollupStepsMs)
+      const polled = parseRange(q.from, q.to, app.clock())
+      const stepMs = resolveStepMs(q.step, polled, app.store.rollupStepsMs)
+      const range = alignedRange(polled, q, stepMs)
       const series = await app.store.timeseries(selectorOf(q), range, metric, stepMs)
       if (series.length === 0) await assertServiceReported(app.store, q.service)
       return {

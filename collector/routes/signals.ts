@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { bucketQuantileMs, GpuStatSchema, SIGNAL_COUNTERS, SIGNAL_GAUGES } from '../report/index.js'
 import type { ImportedHistogram, SignalSeries } from '../store/types.js'
-import { isoTime, parseRange, resolveStepMs } from '../time.js'
+import { alignedRange, isoTime, parseRange, resolveStepMs } from '../time.js'
 import { LabelQuery, selectorOf } from './query.js'
 
 const Str = Type.String()
@@ -197,8 +197,9 @@ export const signalRoutes: FastifyPluginAsync = async (fastify) => {
     },
     async (req) => {
       const q = req.query
-      const range = parseRange(q.from, q.to, app.clock(), DEFAULT_RANGE_MS)
-      const stepMs = resolveStepMs(q.step, range)
+      const polled = parseRange(q.from, q.to, app.clock(), DEFAULT_RANGE_MS)
+      const stepMs = resolveStepMs(q.step, polled)
+      const range = alignedRange(polled, q, stepMs)
       const series = await app.store.signals(selectorOf(q), range, stepMs)
       return signalsResponse(series, range, stepMs)
     },

@@ -398,6 +398,30 @@ class SqlStore implements Store {
     return out
   }
 
+  async histogramsByService(
+    range: TimeRange,
+    metrics: readonly Metric[],
+  ): Promise<Map<string, Map<Metric, Histogram>>> {
+    const out = new Map<string, Map<Metric, Histogram>>()
+    if (metrics.length === 0 || !(range.fromMs < range.toMs)) return out
+    await this.#read(async (trx, available) => {
+      const segments = planSegments(range.fromMs, range.toMs, this.#steps, available)
+      const rows = await this.#histRows(trx, {}, segments, metrics)
+      // An empty selector reads the service rows (they name their service); per-replica rows name their series.
+      const services = await serviceOf(
+        trx,
+        rows.flatMap((r) => (r.series_id === null ? [] : [Number(r.series_id)])),
+      )
+      for (const row of rows) {
+        const service = row.service ?? services.get(Number(row.series_id)) ?? ''
+        let hs = out.get(service)
+        if (!hs) out.set(service, (hs = new Map(metrics.map((m) => [m, newHistogram()]))))
+        addEncoded(hs.get(row.metric as Metric)!, row.histogram)
+      }
+    })
+    return out
+  }
+
   async timeseries(
     selector: Selector,
     range: TimeRange,
@@ -435,20 +459,32 @@ class SqlStore implements Store {
     stepMs: number,
   ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>> {
     const step = this.#outputStep(stepMs)
-    const buckets = new Map<number, CountRow[]>()
+    let rows: CountRow[] = []
     if (range.fromMs < range.toMs)
       await this.#read(async (trx, available) => {
-        const segments = this.#planSteps(range, step, available)
-        for (const row of await this.#countRows(trx, selector, segments)) {
-          const t = floorTo(Number(row.bucket_ms), step)
-          const list = buckets.get(t)
-          if (list) list.push(row)
-          else buckets.set(t, [row])
-        }
+        rows = await this.#countRows(trx, selector, this.#planSteps(range, step, available))
       })
-    return [...buckets.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([tMs, rows]) => ({ tMs, counts: sumCounts(rows) }))
+    return countBuckets(rows, step)
+  }
+
+  async countSeriesByService(
+    range: TimeRange,
+    stepMs: number,
+  ): Promise<Map<string, Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>> {
+    const step = this.#outputStep(stepMs)
+    const byService = new Map<string, CountRow[]>()
+    if (range.fromMs < range.toMs)
+      await this.#read(async (trx, available) => {
+        const rows = await this.#countRows(trx, {}, this.#planSteps(range, step, available))
+        // Service rows name their service; per-replica rows (none today for an empty selector) their series.
+        const services = await serviceOf(
+          trx,
+          rows.flatMap((r) => (r.series_id === null ? [] : [Number(r.series_id)])),
+        )
+        for (const row of rows)
+          pushTo(byService, row.service ?? services.get(Number(row.series_id)) ?? '', row)
+      })
+    return new Map([...byService].map(([service, rows]) => [service, countBuckets(rows, step)]))
   }
 
   async signals(selector: Selector, range: TimeRange, stepMs: number): Promise<SignalSeries[]> {
@@ -748,7 +784,9 @@ class SqlStore implements Store {
     selector: Selector,
     segments: readonly Segment[],
     metrics: readonly Metric[],
-  ): Promise<Array<Row & { metric: string; histogram: string }>> {
+  ): Promise<
+    Array<Row & { metric: string; histogram: string; series_id: number | null; service: string | null }>
+  > {
     const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
     if (terms.length === 0) return []
     const read = (t: FetchTerm) => {
@@ -757,6 +795,8 @@ class SqlStore implements Store {
         let q = trx
           .selectFrom('tg_hist_service')
           .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+          .select(sql<number | null>`cast(null as integer)`.as('series_id'))
+          .select((eb) => eb.ref('service').$castTo<string | null>().as('service'))
           .where('metric', 'in', metrics)
         if (selector.service !== undefined) q = q.where('service', '=', selector.service)
         return q
@@ -768,6 +808,8 @@ class SqlStore implements Store {
       return trx
         .selectFrom('tg_hist')
         .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+        .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
+        .select(sql<string | null>`cast(null as text)`.as('service'))
         .where('metric', 'in', metrics)
         .where(seriesFilter(selector))
         .where('step_ms', '=', t.stepMs)
@@ -787,29 +829,33 @@ class SqlStore implements Store {
   ): Promise<CountRow[]> {
     const terms = fetchTerms(segments, this.#steps, MAX_SQL_RANGES_PER_LEVEL)
     if (terms.length === 0) return []
-    // A selector on the service alone (or on nothing) reads the service rows, as #histRows does. Both tables
-    // have every column read here; kysely's types cannot name a table chosen at run time.
-    const byService = byServiceOnly(selector)
-    const table = byService ? ('tg_count_service' as 'tg_count') : 'tg_count'
-    const filter = byService ? serviceFilter(selector) : seriesFilter(selector)
-    const read = (t: FetchTerm) =>
-      trx
-        .selectFrom(table)
-        .where(filter)
-        .select([
-          'step_ms',
-          'bucket_ms',
-          'consumed',
-          'ok_count',
-          'error_count',
-          'shed_count',
-          'output_tokens',
-          'error_classes',
-        ])
+    // A selector on the service alone (or on nothing) reads the service rows, as #histRows does.
+    const read = (t: FetchTerm) => {
+      const consumed = t.unconsumedOnly ? [0] : [0, 1]
+      if (byServiceOnly(selector)) {
+        let q = trx
+          .selectFrom('tg_count_service')
+          .select([...COUNT_SELECT])
+          .select(sql<number | null>`cast(null as integer)`.as('series_id'))
+          .select((eb) => eb.ref('service').$castTo<string | null>().as('service'))
+        if (selector.service !== undefined) q = q.where('service', '=', selector.service)
+        return q
+          .where('step_ms', '=', t.stepMs)
+          .where('consumed', 'in', consumed)
+          .where('bucket_ms', '>=', t.fromMs)
+          .where('bucket_ms', '<', t.toMs)
+      }
+      return trx
+        .selectFrom('tg_count')
+        .select([...COUNT_SELECT])
+        .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
+        .select(sql<string | null>`cast(null as text)`.as('service'))
+        .where(seriesFilter(selector))
         .where('step_ms', '=', t.stepMs)
-        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('consumed', 'in', consumed)
         .where('bucket_ms', '>=', t.fromMs)
         .where('bucket_ms', '<', t.toMs)
+    }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
     return (await q.execute()).filter((r) => counted(segments, r))
@@ -834,7 +880,8 @@ class SqlStore implements Store {
   }
 }
 
-type CountRow = Row & CountColumns
+/** A counter row of either table: `series_id` on tg_count, `service` on tg_count_service (the other null). */
+type CountRow = Row & CountColumns & { series_id: number | null; service: string | null }
 
 /**
  * Creates the store over an open kysely handle; `createStore` is the public entry point.
@@ -922,11 +969,6 @@ async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count
 /** Whether a selector sets no label but the service: then the service rows answer it. @example byServiceOnly({ service: 'chat' }) // true */
 function byServiceOnly(selector: Selector): boolean {
   return (['model', 'version', 'replica', 'node'] as const).every((k) => selector[k] === undefined)
-}
-
-/** `service = …` on a service table; always true when the selector names no service. */
-function serviceFilter(selector: Selector): RawBuilder<SqlBool> {
-  return selector.service === undefined ? sql<SqlBool>`1 = 1` : sql<SqlBool>`service = ${selector.service}`
 }
 
 /** `series_id in (…)` for the labels the selector sets; always true when it sets none. */
@@ -1103,7 +1145,27 @@ async function rollUpCounts(
   return perSeries.length + perService.length
 }
 
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key)
+  if (list) list.push(value)
+  else map.set(key, [value])
+}
+
+/** Count rows summed per `step`-aligned bucket, oldest first. */
+function countBuckets(
+  rows: readonly CountRow[],
+  step: number,
+): Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }> {
+  const buckets = new Map<number, CountRow[]>()
+  for (const row of rows) pushTo(buckets, floorTo(Number(row.bucket_ms), step), row)
+  return [...buckets.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([tMs, list]) => ({ tMs, counts: sumCounts(list) }))
+}
+
 const COUNT_COLUMNS = ['ok_count', 'error_count', 'shed_count', 'output_tokens', 'error_classes'] as const
+/** What #countRows reads of either counter table besides the row's series or service. */
+const COUNT_SELECT = ['step_ms', 'bucket_ms', 'consumed', ...COUNT_COLUMNS] as const
 
 /** Counts as the counter columns store them. @example countColumns(EMPTY_COUNTS) // { ok_count: 0, …, error_classes: '{}' } */
 function countColumns(c: RequestCounts): CountColumns {

@@ -247,6 +247,22 @@ export interface Store {
     stepMs: number,
   ): Promise<Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>
   /**
+   * {@link Store.countSeries} of every service at once, in one read: service → its buckets (services without a
+   * request in the range are absent).
+   */
+  countSeriesByService(
+    range: TimeRange,
+    stepMs: number,
+  ): Promise<Map<string, Array<{ readonly tMs: EpochMs; readonly counts: RequestCounts }>>>
+  /**
+   * {@link Store.histograms} of every service at once, in one read: service → metric → merged histogram (services
+   * without data in the range are absent; a present service has every metric, empty where it has none).
+   */
+  histogramsByService(
+    range: TimeRange,
+    metrics: readonly Metric[],
+  ): Promise<Map<string, Map<Metric, Histogram>>>
+  /**
    * Live signals (gauges, counters, per-class admission) and imported bucket histograms per series and
    * step-aligned bucket, oldest first, from the coarsest rollups that fit. Series without any are absent.
    */

@@ -28,8 +28,11 @@ interface Query {
   readonly name: string
   readonly goal: string
   readonly path: (i: number) => string
-  /** Today's (before #12) read path for the same answer, in process: per-replica rows, HDR decode + merge. */
-  readonly baseline: (db: LegacyDb, i: number) => Promise<number>
+  /**
+   * The read path before for the same answer, in process: for the latency and timeseries lines, before #12
+   * (per-replica rows, HDR decode + merge); for /fleet, the store reads of each service (before batching).
+   */
+  readonly baseline: (db: LegacyDb, i: number, store: Store) => Promise<number>
 }
 
 const svc = (i: number) => `svc-${i % SERVICES}`
@@ -59,6 +62,12 @@ const QUERIES: readonly Query[] = [
     goal: '≤ 100 ms',
     path: (i) => `/api/v1/timeseries?service=${svc(i)}&${range(7 * DAY)}`,
     baseline: (db, i) => legacyTimeseries(db, svc(i), 7 * DAY),
+  },
+  {
+    name: '/fleet all services, 1 h',
+    goal: '≤ 100 ms',
+    path: () => `/api/v1/fleet?${range(HOUR)}`,
+    baseline: (_db, _i, store) => perServiceFleet(store, HOUR),
   },
 ]
 
@@ -94,17 +103,24 @@ const bench: Bench = {
         for (const q of QUERIES) {
           const get = async (i: number) => {
             const res = await fetch(base + q.path(i), { headers: { authorization: `Bearer ${TOKEN}` } })
-            const body = (await res.json()) as { count?: number; stepMs?: number; points?: unknown[] }
+            const body = (await res.json()) as {
+              count?: number
+              stepMs?: number
+              points?: unknown[]
+              services?: unknown[]
+            }
             if (res.status !== 200) throw new Error(`${q.path(i)}: ${res.status} ${JSON.stringify(body)}`)
             return body
           }
           const first = await get(0)
           const times = await timed(CALLS, get)
-          const baseTimes = await timed(BASELINE_CALLS, (i) => q.baseline(db, i))
+          const baseTimes = await timed(BASELINE_CALLS, (i) => q.baseline(db, i, store))
           const detail =
-            first.stepMs !== undefined
-              ? `step ${first.stepMs / 60_000} min, ${first.points?.length ?? 0} points`
-              : `${first.count ?? 0} samples`
+            first.services !== undefined
+              ? `${first.services.length} services`
+              : first.stepMs !== undefined
+                ? `step ${first.stepMs / 60_000} min, ${first.points?.length ?? 0} points`
+                : `${first.count ?? 0} samples`
           log(
             `${dialect} ${q.name}: p50 ${pct(times, 0.5).toFixed(1)} ms (baseline ${pct(baseTimes, 0.5).toFixed(1)} ms), ${detail}`,
           )
@@ -141,6 +157,7 @@ const bench: Bench = {
       rows,
       notes: [
         `Baseline: the read path before #12 on the same data (per-replica rows, one HDR decode + merge per row, old default step), in process without HTTP, ${BASELINE_CALLS} calls; speed-up = baseline p50 ÷ p50.`,
+        `/fleet's baseline: the route's store reads before they were batched (counts per step and histograms of each service, all services at once as the route asked them), in process without HTTP and without the rest of the route.`,
         ...notes,
       ],
     }
@@ -162,6 +179,25 @@ async function timed<T>(n: number, fn: (i: number) => Promise<T>): Promise<numbe
 function pct(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!
+}
+
+/** The /fleet route's reads before they were batched: two store queries per service. Returns the rows read. */
+async function perServiceFleet(store: Store, spanMs: number): Promise<number> {
+  const range = { fromMs: FLEET_NOW - spanMs, toMs: FLEET_NOW }
+  const stepMs = resolveStepMs(undefined, range, store.rollupStepsMs)
+  const names = [...new Set((await store.services()).map((s) => s.service))]
+  // As the route did: every service at once, each with its two queries.
+  const per = await Promise.all(
+    names.map(async (service) => {
+      const [buckets, hs] = await Promise.all([
+        store.countSeries({ service }, range, stepMs),
+        store.histograms({ service }, range, ['total']),
+      ])
+      return buckets.length + (hs.get('total')?.totalCount ?? 0)
+    }),
+  )
+  const n = per.reduce((a, b) => a + b, 0)
+  return n
 }
 
 // ---- The read path before #12, kept here as the baseline ----

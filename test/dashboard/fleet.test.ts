@@ -1,7 +1,7 @@
 // The fleet overview's and the alerts page's pure transforms: joining services with their SLOs, the attention
 // order, alert rows with their tier, and the silence form's body.
 import { describe, expect, it } from 'vitest'
-import { attentionOf, costByService, fleetRows, fleetTotals } from '../../dashboard/src/lib/fleet.js'
+import { attentionOf, fleetRows, fleetTotals } from '../../dashboard/src/lib/fleet.js'
 import type { FleetService } from '../../dashboard/src/lib/fleet.js'
 import { alertRows, matchersText, silenceBody } from '../../dashboard/src/lib/alerts.js'
 import type { AlertRecord } from '../../dashboard/src/lib/alerts.js'
@@ -23,6 +23,10 @@ function service(name: string, over: Partial<FleetService> = {}): FleetService {
     goodputPerSecond: null,
     latencyMs: { count: 100, p50: 10, p99: 50 },
     gpus: { count: 0, utilPct: null },
+    costPerMillionRequests: {
+      usd: null,
+      reason: 'no GPU process attributed to this service (agent.replicas)',
+    },
     ...over,
   }
 }
@@ -195,24 +199,5 @@ describe('silence form', () => {
     expect(matchersText({ slo: 'chat', tier: 'page-1h', severity: 'page' })).toBe(
       'slo=chat, tier=page-1h, severity=page',
     )
-  })
-})
-
-describe('costByService', () => {
-  it('reads cost per million requests by service, with the reason when there is none', () => {
-    const costs = costByService({
-      services: [
-        { service: 'chat', costPerMillionRequests: { value: 5.56, unit: 'usd', inputs: {} } },
-        {
-          service: 'embed',
-          costPerMillionRequests: { value: null, unit: 'usd', reason: 'no GPU price configured', inputs: {} },
-        },
-        { service: 'odd' },
-      ],
-    })
-    expect(costs.get('chat')).toEqual({ usd: 5.56 })
-    expect(costs.get('embed')).toEqual({ usd: null, reason: 'no GPU price configured' })
-    expect(costs.get('odd')).toEqual({ usd: null })
-    expect(costs.has('nobody')).toBe(false)
   })
 })

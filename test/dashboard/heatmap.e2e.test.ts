@@ -75,6 +75,72 @@ describe.skipIf(!RUN)('latency heatmap, GPU telemetry and dark mode (headless Ch
     expect(problems).toEqual([])
   })
 
+  it('splits the heatmap per replica, node and version, each with the counts the API gives for its selector', async () => {
+    const { page, problems } = await openPage(h.browser)
+    const queries: string[] = []
+    page.on('request', (r) => {
+      if (r.url().includes('/api/v1/heatmap?')) queries.push(new URL(r.url()).search)
+    })
+    await signIn(page, `/service/${FLEET.live.service}?split=replica`)
+    /** The cells a heatmap draws, as `t|band|count`. */
+    const drawn = (split: string) =>
+      page
+        .locator(`[data-chart="heatmap"][data-split="${split}"] rect.heatmap-cell`)
+        .evaluateAll((rs) =>
+          rs.map(
+            (r) =>
+              `${r.getAttribute('data-t')}|${r.getAttribute('data-band')}|${r.getAttribute('data-count')}`,
+          ),
+        )
+    /** The API's cells for the query the page sent for `label=value` (the data ended before the page loaded). */
+    const expected = async (label: string, value: string) => {
+      const query = queries.find((q) => new URLSearchParams(q).get(label) === value)
+      expect(query, `${label}=${value}`).toBeDefined()
+      const res = await api<HeatmapResponse>(`heatmap${query}`)
+      return {
+        total: res.points.reduce((n, p) => n + p.count, 0),
+        cells: res.points.flatMap((p) =>
+          p.counts.flatMap((count, band) => (count > 0 ? [`${p.t}|${band}|${count}`] : [])),
+        ),
+      }
+    }
+    const check = async (label: string, values: readonly string[]) => {
+      let total = 0
+      for (const value of values) {
+        const split = `${label}=${value}`
+        await page
+          .locator(`[data-chart="heatmap"][data-split="${split}"] rect.heatmap-cell`)
+          .first()
+          .waitFor()
+        const want = await expected(label, value)
+        expect((await drawn(split)).sort(), split).toEqual(want.cells.sort())
+        const panel = page.locator('section.panel', { has: page.locator(`[data-split="${split}"]`) })
+        expect(await panel.locator('h2').textContent()).toContain(`${label} ${value}`)
+        total += want.total
+      }
+      // One heatmap per value, and together they hold every sample of the service: 2 replicas × 180 × 30.
+      expect(await page.locator('[data-chart="heatmap"]').count()).toBe(values.length)
+      expect(total).toBe(180 * 2 * 30)
+    }
+    // The live service's replicas chat-0 and chat-1 run on node-0 and node-1, both version 1.
+    await check('replica', FLEET.live.replicas)
+    await page.getByRole('group', { name: 'heatmap split' }).getByRole('button', { name: 'per node' }).click()
+    expect(page.url()).toContain('split=node')
+    await check('node', ['node-0', 'node-1'])
+    await page
+      .getByRole('group', { name: 'heatmap split' })
+      .getByRole('button', { name: 'per version' })
+      .click()
+    await check('version', ['1'])
+    // Back to one heatmap for the service.
+    await page.getByRole('group', { name: 'heatmap split' }).getByRole('button', { name: 'all' }).click()
+    await expect.poll(() => page.locator('[data-chart="heatmap"]:not([data-split])').count()).toBe(1)
+    expect(page.url()).not.toContain('split=')
+    await screenshot(page, 'heatmap-split')
+    expect(await seriousViolations(page)).toEqual([])
+    expect(problems).toEqual([])
+  })
+
   it('draws each GPU’s power, temperature, clocks and tensor activity with the API’s points', async () => {
     const { page, problems } = await openPage(h.browser)
     await signIn(page, '/gpus')

@@ -52,6 +52,7 @@ describe('parseRoute / formatRoute', () => {
       range: '7d',
       phase: 'kernel',
       quantiles: ['0.9', '0.999'],
+      split: 'node',
     }
     const hash = formatRoute(route)
     expect(hash.startsWith('#/service/chat%20api%2Fv2?')).toBe(true)
@@ -69,6 +70,12 @@ describe('parseRoute / formatRoute', () => {
     expect(r.range).toBe('1h')
     expect(r.phase).toBe('total')
     expect(r.quantiles).toEqual(['0.5', '0.99'])
+  })
+
+  it('keeps the heatmap split in the hash, and ignores an unknown one', () => {
+    expect(parseRoute('#/service/chat?split=replica')).toMatchObject({ split: 'replica' })
+    expect(formatRoute(parseRoute('#/service/chat?split=version'))).toBe('#/service/chat?split=version')
+    expect(parseRoute('#/service/chat?split=pod')).not.toHaveProperty('split')
   })
 })
 

@@ -13,7 +13,7 @@ export const TEST_TOKENS = {
 
 /**
  * The collector app (not listening; use `inject`) on a fresh store of `dialect` for each test of the enclosing
- * `describe`, with the clock at `nowMs` and the {@link TEST_TOKENS}. `post` sends a report as an agent and
+ * `describe`, with the clock at `nowMs` (or read from it, when a function) and the {@link TEST_TOKENS}. `post` sends a report as an agent and
  * fails the test unless it is stored.
  *
  * @example
@@ -27,7 +27,7 @@ export const TEST_TOKENS = {
  */
 export function useTestCollector(
   dialect: TestDialect,
-  nowMs: number,
+  nowMs: number | (() => number),
 ): { readonly app: FastifyInstance; readonly store: Store; post(report: IntervalReport): Promise<void> } {
   const db = useTestStore(dialect)
   let app: FastifyInstance | undefined
@@ -41,7 +41,7 @@ export function useTestCollector(
         reportBodyLimitBytes: 1 << 20,
         bodyLimitBytes: 64 * 1024,
       },
-      { store: db.store, clock: () => nowMs },
+      { store: db.store, clock: typeof nowMs === 'number' ? () => nowMs : nowMs },
     )
   })
   afterEach(async () => {

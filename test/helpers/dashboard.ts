@@ -14,8 +14,8 @@ import type { Browser, Page } from 'playwright-core'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import { buildCollector } from '../../collector/app.js'
-import { createStore } from '../../collector/index.js'
-import type { GpuReportItem, ReportSeries, Store } from '../../collector/index.js'
+import { createStore, latencyThresholds } from '../../collector/index.js'
+import type { GpuPricing, GpuReportItem, ReportSeries, Store } from '../../collector/index.js'
 import { storeDatabase } from '../../collector/store/index.js'
 import { createSloEngine } from '../../collector/slo/index.js'
 import type { SloEngine, SloTables } from '../../collector/slo/index.js'
@@ -61,19 +61,21 @@ export async function launchBrowser(): Promise<Browser> {
 
 /**
  * A backend from `start` and a launched Chromium for the tests of the enclosing `describe` (started in
- * `beforeAll`, closed in `afterAll`). Read `backend` and `browser` inside the tests.
+ * `beforeAll`, within `startTimeoutMs` when given; closed in `afterAll`). Read `backend` and `browser` inside the
+ * tests.
  *
  * @example const ctx = useBrowserAndBackend(startBackend); it('…', async () => { await openPage(ctx.browser) })
  */
 export function useBrowserAndBackend<B extends { close(): Promise<void> }>(
   start: () => Promise<B>,
+  startTimeoutMs?: number,
 ): { readonly backend: B; readonly browser: Browser } {
   let backend: B | undefined
   let browser: Browser | undefined
   beforeAll(async () => {
     backend = await start()
     browser = await launchBrowser()
-  })
+  }, startTimeoutMs)
   afterAll(async () => {
     await browser?.close()
     await backend?.close()
@@ -162,6 +164,8 @@ export async function startTestCollector(opts: {
   readonly slosYaml?: string
   readonly plugins?: (store: Store) => ReadonlyArray<(app: FastifyInstance) => Promise<void>>
   readonly clock?: () => number
+  /** GPU-hour prices for cost per million requests (collector.pricing); none by default. */
+  readonly pricing?: Partial<GpuPricing>
 }): Promise<TestCollector> {
   const dir = mkdtempSync(join(tmpdir(), 'tg-dash-'))
   const store = await createStore({ url: join(dir, 'tg.db') })
@@ -181,6 +185,8 @@ export async function startTestCollector(opts: {
     },
     {
       store,
+      // As collector/run.ts wires them: goodput against the engine's latency SLOs, cost from the prices.
+      figures: { pricing: opts.pricing ?? {}, latencySlos: () => latencyThresholds(slos) },
       plugins: [createSloRoutes(slos), ...(opts.plugins?.(store) ?? [])],
       ...(opts.clock ? { clock: opts.clock } : {}),
     },

@@ -1,5 +1,7 @@
 import { QUANTILE_CHOICES, TIME_RANGES } from '../lib/time-range.js'
 import { quantileLabel } from '../lib/format.js'
+import { SPLIT_LABELS } from '../lib/route.js'
+import type { SplitLabel } from '../lib/route.js'
 
 /**
  * Buttons for the preset ranges (5 min … 7 days).
@@ -75,5 +77,36 @@ export function PhasePicker(props: {
         ))}
       </select>
     </label>
+  )
+}
+
+/**
+ * How the latency heatmap is split: one heatmap for the service, or one per replica, node or version.
+ *
+ * @example <SplitPicker value={route.split} onChange={(split) => navigate({ ...route, split })} />
+ */
+export function SplitPicker(props: {
+  value: SplitLabel | undefined
+  onChange: (split: SplitLabel | undefined) => void
+}) {
+  const choices: ReadonlyArray<[SplitLabel | undefined, string]> = [
+    [undefined, 'all'],
+    ...SPLIT_LABELS.map((l): [SplitLabel, string] => [l, `per ${l}`]),
+  ]
+  return (
+    <div className="segmented" role="group" aria-label="heatmap split">
+      {choices.map(([value, label]) => (
+        <button
+          key={label}
+          type="button"
+          className={value === props.value ? 'active' : undefined}
+          aria-pressed={value === props.value}
+          title={value ? `one latency heatmap per ${value}` : 'one latency heatmap for the service'}
+          onClick={() => props.onChange(value)}
+        >
+          {label}
+        </button>
+      ))}
+    </div>
   )
 }

@@ -6,6 +6,8 @@ import type { ApiState } from './use-api.js'
 export interface HeatmapQuery {
   readonly service: string
   readonly model?: string
+  /** One value of a label the heatmap is split by (`{ replica: 'r0' }`); absent: the whole service. */
+  readonly label?: { readonly name: 'replica' | 'node' | 'version'; readonly value: string }
   readonly phase: string
   readonly from: string
 }
@@ -18,7 +20,14 @@ export interface HeatmapQuery {
 export function useHeatmap(q: HeatmapQuery, refreshMs?: number): ApiState<HeatmapResponse> {
   return useApi<HeatmapResponse>(
     'heatmap',
-    { service: q.service, model: q.model, phase: q.phase, from: q.from, to: 'now' },
+    {
+      service: q.service,
+      model: q.model,
+      ...(q.label ? { [q.label.name]: q.label.value } : {}),
+      phase: q.phase,
+      from: q.from,
+      to: 'now',
+    },
     refreshMs,
   )
 }

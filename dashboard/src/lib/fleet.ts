@@ -29,6 +29,8 @@ export interface FleetService {
   readonly goodputReason?: string
   readonly latencyMs: { readonly count: number; readonly p50: number | null; readonly p99: number | null }
   readonly gpus: { readonly count: number; readonly utilPct: number | null }
+  /** USD per million requests from the GPUs the replicas hold and their prices; null with the collector's reason. */
+  readonly costPerMillionRequests: ServiceCost
 }
 
 /** `GET /api/v1/fleet`. */
@@ -161,29 +163,8 @@ export function fleetTotals(rows: readonly FleetRow[]): FleetTotals {
   }
 }
 
-/** A service's cost per million requests from `GET /api/v1/figures`: USD, or null with the collector's reason. */
+/** A service's cost per million requests (`costPerMillionRequests` of `GET /api/v1/fleet`): USD, or null with the reason. */
 export interface ServiceCost {
   readonly usd: number | null
   readonly reason?: string
-}
-
-/**
- * Cost per million requests by service, read from the figures answer (`costPerMillionRequests` of each service;
- * the collector computes it from the GPU-hour prices in its config). Services the answer lacks are left out.
- *
- * @example costByService({ services: [{ service: 'chat', costPerMillionRequests: { value: 5.56 } }] }).get('chat') // { usd: 5.56 }
- */
-export function costByService(figures: {
-  readonly services: ReadonlyArray<Readonly<Record<string, unknown>> & { readonly service: string }>
-}): Map<string, ServiceCost> {
-  const out = new Map<string, ServiceCost>()
-  for (const s of figures.services) {
-    const f = s.costPerMillionRequests as { value?: unknown; reason?: unknown } | undefined
-    const usd = typeof f?.value === 'number' ? f.value : null
-    out.set(s.service, {
-      usd,
-      ...(usd === null && typeof f?.reason === 'string' ? { reason: f.reason } : {}),
-    })
-  }
-  return out
 }

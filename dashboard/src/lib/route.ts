@@ -1,7 +1,7 @@
 /**
  * Hash routes of the dashboard (no router dependency): `#/` is the fleet overview, `#/services` the service list,
  * `#/alerts` the alerts page,
- * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99` a service's detail page, `#/slos` the SLO list
+ * `#/service/<name>?model=…&range=1h&phase=total&q=0.5,0.99&split=replica` a service's detail page, `#/slos` the SLO list
  * and `#/slos/<name>` one SLO, `#/controllers` the controlled targets and `#/controllers/<target>` one of them.
  * The API token may arrive
  * in the fragment once (`#token=…`); {@link takeToken} lifts it out so it never stays in the address bar.
@@ -39,7 +39,13 @@ export interface ServiceRoute {
   readonly range: string
   readonly phase: string
   readonly quantiles: readonly string[]
+  /** The label the latency heatmap is split by (one heatmap per value); absent: one heatmap for the service. */
+  readonly split?: SplitLabel
 }
+
+/** The labels a service page's heatmap can be split by. */
+export const SPLIT_LABELS = ['replica', 'node', 'version'] as const
+export type SplitLabel = (typeof SPLIT_LABELS)[number]
 
 /** The list of SLOs. */
 export interface SlosRoute {
@@ -132,7 +138,13 @@ export function parseRoute(hash: string): Route {
     range: timeRange(params.get('range')).key,
     phase: phase && /^[a-z0-9_]{1,32}$/.test(phase) ? phase : SERVICE_ROUTE_DEFAULTS.phase,
     quantiles: parseQuantileList(params.get('q')),
+    ...splitParam(params.get('split')),
   }
+}
+
+function splitParam(text: string | null): { split?: SplitLabel } {
+  const split = SPLIT_LABELS.find((l) => l === text)
+  return split ? { split } : {}
 }
 
 /** The pages whose only parameter is the shared range: `/` (fleet), `/alerts`, `/gpus`. */
@@ -205,6 +217,7 @@ export function formatRoute(route: Route): string {
   if (route.phase !== SERVICE_ROUTE_DEFAULTS.phase) params.set('phase', route.phase)
   const q = route.quantiles.join(',')
   if (q !== SERVICE_ROUTE_DEFAULTS.quantiles.join(',')) params.set('q', q)
+  if (route.split) params.set('split', route.split)
   const query = params.toString()
   return `#/service/${encodeURIComponent(route.service)}${query ? `?${query}` : ''}`
 }

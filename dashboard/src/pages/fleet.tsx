@@ -6,9 +6,8 @@ import { StateMessage } from '../components/state-message.js'
 import { TableHead } from '../components/table-head.js'
 import { useApi } from '../hooks/use-api.js'
 import { useSlos } from '../hooks/use-slos.js'
-import { costByService, fleetRows, fleetTotals } from '../lib/fleet.js'
-import type { FleetResponse, FleetRow, ServiceCost } from '../lib/fleet.js'
-import type { FiguresResponse } from '../lib/live-transforms.js'
+import { fleetRows, fleetTotals } from '../lib/fleet.js'
+import type { FleetResponse, FleetRow } from '../lib/fleet.js'
 import { formatMs, formatPercent, formatRate } from '../lib/format.js'
 import { SERVICE_ROUTE_DEFAULTS, formatRoute } from '../lib/route.js'
 import type { FleetRoute, Route } from '../lib/route.js'
@@ -35,8 +34,8 @@ function FleetTableRow({
   row: FleetRow
   range: string
   gpus: boolean
-  /** The cost column's value for this row; undefined when the page has no cost column. */
-  cost: ServiceCost | null | undefined
+  /** Whether the page has a cost column. */
+  cost: boolean
 }) {
   const href = formatRoute({
     page: 'service',
@@ -100,9 +99,9 @@ function FleetTableRow({
             : `${formatPercent(row.gpus.utilPct === null ? null : row.gpus.utilPct / 100)} of ${row.gpus.count}`}
         </td>
       ) : null}
-      {cost !== undefined ? (
-        <td className="num" data-field="cost" title={cost?.reason}>
-          {cost?.usd == null ? '–' : `$${cost.usd.toFixed(2)}`}
+      {cost ? (
+        <td className="num" data-field="cost" title={row.costPerMillionRequests.reason}>
+          {row.costPerMillionRequests.usd === null ? '–' : `$${row.costPerMillionRequests.usd.toFixed(2)}`}
         </td>
       ) : null}
     </tr>
@@ -112,8 +111,8 @@ function FleetTableRow({
 /**
  * The landing page: every service with the state of its SLOs (budget left, burn rate, alerts firing), p99 against
  * its latency objective, request rate and goodput, error and shed ratios, replicas and GPU utilization, over the
- * shared time range; what needs attention first. One request for the figures (`/api/v1/fleet`) and one for the
- * SLOs, whatever the number of services.
+ * shared time range; what needs attention first. One request for the figures (`/api/v1/fleet`, cost per million
+ * requests included) and one for the SLOs, whatever the number of services.
  *
  * @example <FleetPage route={{ page: 'fleet', range: '1h' }} navigate={navigate} />
  */
@@ -121,15 +120,13 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
   const range = timeRange(route.range)
   const fleet = useApi<FleetResponse>('fleet', { from: range.from, to: 'now' }, REFRESH_MS)
   const slos = useSlos(REFRESH_MS)
-  // Cost per million requests over the same range, priced by the collector from its GPU-hour prices.
-  const figures = useApi<FiguresResponse>('figures', { window: range.key }, REFRESH_MS)
   const rows = fleet.response ? fleetRows(fleet.response.services, slos.response?.slos ?? []) : []
   const totals = fleetTotals(rows)
   // The GPU column only where some service's replicas hold a GPU (a fleet without NVML or DCGM has none).
   const withGpus = rows.some((r) => r.gpus.count > 0)
   // The cost column only where some service has a cost (none without a GPU price in the collector's config).
-  const costs = figures.response ? costByService(figures.response) : new Map<string, ServiceCost>()
-  const withCost = [...costs.values()].some((c) => c.usd !== null)
+  // The fleet answer carries it: the collector prices the GPUs each service holds from its config.
+  const withCost = rows.some((r) => r.costPerMillionRequests.usd !== null)
   let body
   if (fleet.status === 'loading') body = <StateMessage state="loading">Loading the fleet…</StateMessage>
   else if (!fleet.response)
@@ -164,13 +161,7 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
           />
           <tbody>
             {rows.map((r) => (
-              <FleetTableRow
-                key={r.service}
-                row={r}
-                range={range.key}
-                gpus={withGpus}
-                cost={withCost ? (costs.get(r.service) ?? null) : undefined}
-              />
+              <FleetTableRow key={r.service} row={r} range={range.key} gpus={withGpus} cost={withCost} />
             ))}
           </tbody>
         </table>

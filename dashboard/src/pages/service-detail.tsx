@@ -3,7 +3,7 @@ import { ErrorRateGraph } from '../components/graphs/error-rate-graph.js'
 import { HeatmapGraph } from '../components/graphs/heatmap-graph.js'
 import { LatencyGraph } from '../components/graphs/latency-graph.js'
 import { RequestRateGraph } from '../components/graphs/request-rate-graph.js'
-import { PhasePicker, QuantilePicker, TimeRangePicker } from '../components/pickers.js'
+import { PhasePicker, QuantilePicker, SplitPicker, TimeRangePicker } from '../components/pickers.js'
 import { SignalPanels } from '../components/signal-panels.js'
 import { LiveTiles } from '../components/tiles/live-tiles.js'
 import { RequestTiles } from '../components/tiles/request-tiles.js'
@@ -15,7 +15,8 @@ import { useSlos } from '../hooks/use-slos.js'
 import { useTimeseries } from '../hooks/use-timeseries.js'
 import { latencySlo } from '../lib/controller.js'
 import { formatMs } from '../lib/format.js'
-import type { ServiceRoute } from '../lib/route.js'
+import type { ServiceRoute, SplitLabel } from '../lib/route.js'
+import type { ServiceSeries } from '../lib/api-types.js'
 import type { SloStatus } from '../lib/slo-types.js'
 import { timeRange } from '../lib/time-range.js'
 import { NotFound } from './not-found.js'
@@ -41,7 +42,6 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
   const base = { service: route.service, model: route.model, from: range.from, quantiles: route.quantiles }
   const breakdown = useBreakdown(base, refreshMs)
   const series = useTimeseries({ ...base, phase: route.phase }, refreshMs)
-  const heatmap = useHeatmap({ ...base, phase: route.phase }, refreshMs)
   const services = useServices(60_000)
   const nowMs = useNow(10_000)
   const slos = useSlos(60_000).response?.slos ?? []
@@ -79,6 +79,13 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
           onChange={(phase) => navigate({ ...route, phase })}
         />
         <QuantilePicker value={route.quantiles} onChange={(quantiles) => navigate({ ...route, quantiles })} />
+        <SplitPicker
+          value={route.split}
+          onChange={(split) => {
+            const { split: _, ...rest } = route
+            navigate(split ? { ...rest, split } : rest)
+          }}
+        />
       </div>
       <RequestTiles
         state={breakdown}
@@ -99,7 +106,19 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
           emptyText={emptyText}
           threshold={sloThreshold(slos, route.service, route.phase)}
         />
-        <HeatmapGraph state={heatmap} phase={route.phase} rangeMs={range.durationMs} emptyText={emptyText} />
+        {route.split === undefined ? (
+          <ServiceHeatmap route={route} refreshMs={refreshMs} emptyText={emptyText} />
+        ) : (
+          splitValues(services.response?.services ?? [], route, route.split).map((value) => (
+            <ServiceHeatmap
+              key={value}
+              route={route}
+              label={{ name: route.split!, value }}
+              refreshMs={refreshMs}
+              emptyText={emptyText}
+            />
+          ))
+        )}
         <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />
         <ErrorRateGraph
           query={{ service: route.service, model: route.model, from: range.from }}
@@ -120,6 +139,45 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
         refreshMs={refreshMs}
       />
     </main>
+  )
+}
+
+/** Heatmaps drawn at most when split (the first values in order; the services list says how many there are). */
+const MAX_SPLIT_HEATMAPS = 12
+
+/** The values of `label` among the service's (and model's) series, sorted; at most {@link MAX_SPLIT_HEATMAPS}. */
+function splitValues(series: readonly ServiceSeries[], route: ServiceRoute, label: SplitLabel): string[] {
+  const mine = series.filter((s) => s.service === route.service && (!route.model || s.model === route.model))
+  return [...new Set(mine.map((s) => s[label]))].sort().slice(0, MAX_SPLIT_HEATMAPS)
+}
+
+/** The latency heatmap of the service, or of one value of the split label (one replica, node or version). */
+function ServiceHeatmap(props: {
+  route: ServiceRoute
+  label?: { name: SplitLabel; value: string }
+  refreshMs: number
+  emptyText: string
+}) {
+  const { route, label } = props
+  const range = timeRange(route.range)
+  const state = useHeatmap(
+    {
+      service: route.service,
+      model: route.model,
+      ...(label ? { label } : {}),
+      phase: route.phase,
+      from: range.from,
+    },
+    props.refreshMs,
+  )
+  return (
+    <HeatmapGraph
+      state={state}
+      phase={route.phase}
+      rangeMs={range.durationMs}
+      emptyText={props.emptyText}
+      {...(label ? { split: label } : {})}
+    />
   )
 }
 

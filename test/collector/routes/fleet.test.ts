@@ -170,7 +170,10 @@ for (const dialect of testDialects())
         {
           store,
           clock: () => NOW,
-          figures: { pricing: {}, latencySlos: () => latencyThresholds(engine) },
+          figures: {
+            pricing: { byGpuModel: { 'NVIDIA H100 80GB HBM3': 4 } },
+            latencySlos: () => latencyThresholds(engine),
+          },
           plugins: [createSloRoutes(engine)],
         },
       )
@@ -246,6 +249,44 @@ for (const dialect of testDialects())
         goodputPerSecond: null,
         latencyMs: { count: 0, p99: null },
       })
+    })
+
+    it('carries the cost per million requests that /figures gives for the same range', async () => {
+      const fleet = (await get('/api/v1/fleet?from=-1h&to=now')).json()
+      const figures = (await get('/api/v1/figures?window=1h')).json()
+      const cost = (service: string) =>
+        figures.services.find((s: { service: string }) => s.service === service).costPerMillionRequests
+      const [chat, embed] = fleet.services
+      // One $4/h GPU for 2,448 served requests in the hour: $4 / 2,448 × 1e6.
+      expect(chat.costPerMillionRequests.usd).toBeCloseTo((4 / 2448) * 1e6, 6)
+      expect(chat.costPerMillionRequests.usd).toBeCloseTo(cost('chat').value, 6)
+      expect(chat.costPerMillionRequests.reason).toBeUndefined()
+      expect(embed.costPerMillionRequests).toEqual({ usd: null, reason: cost('embed').reason })
+      expect(embed.costPerMillionRequests.reason).toContain('no GPU process attributed')
+    })
+
+    it('reads every service at once with what the per-service reads give, before and after compaction', async () => {
+      const range = { fromMs: NOW - 3_600_000, toMs: NOW }
+      const check = async () => {
+        const counts = await store.countSeriesByService(range, 60_000)
+        const hs = await store.histogramsByService(range, ['total', 'ttft'])
+        expect([...counts.keys()].sort()).toEqual(['__overflow__', 'chat', 'embed'])
+        expect([...hs.keys()].sort()).toEqual(['__overflow__', 'chat', 'embed'])
+        for (const service of ['chat', 'embed', '__overflow__']) {
+          expect(counts.get(service)).toEqual(await store.countSeries({ service }, range, 60_000))
+          const one = await store.histograms({ service }, range, ['total', 'ttft'])
+          for (const m of ['total', 'ttft'] as const) {
+            expect(hs.get(service)!.get(m)!.totalCount, `${service} ${m}`).toBe(one.get(m)!.totalCount)
+            expect(hs.get(service)!.get(m)!.maxValue).toBe(one.get(m)!.maxValue)
+          }
+        }
+        expect(hs.get('chat')!.get('total')!.totalCount).toBe(2400)
+      }
+      await check()
+      // Rolled up, the service rows of the coarser levels answer (no series id: the service comes with the row).
+      const compacted = await store.compact(NOW + 2 * 3_600_000)
+      expect(compacted.rolledUp).toBeGreaterThan(0)
+      await check()
     })
 
     it('refuses bad input and a missing token', async () => {

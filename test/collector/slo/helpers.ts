@@ -241,6 +241,8 @@ export function storeFrom(source: SloDataSource): Store {
         tMs: r.tMs,
         counts: { ...zero, ...r.counts },
       })),
+    countSeriesByService: async () => new Map(),
+    histogramsByService: async () => new Map(),
     signals: async () => [],
     services: async () => [],
     gpus: async () => [],

@@ -12,6 +12,8 @@ export interface HeatmapGraphProps {
   readonly phase: string
   readonly rangeMs: number
   readonly emptyText?: string
+  /** The label value this heatmap is split to (`replica r0`), in its title and `data-split`; absent: the service. */
+  readonly split?: { readonly name: string; readonly value: string }
 }
 
 const W = 720
@@ -30,12 +32,12 @@ const TIME_TICKS = 5
  *
  * @example <HeatmapGraph state={useHeatmap(q)} phase="total" rangeMs={3_600_000} />
  */
-export function HeatmapGraph({ state, phase, rangeMs, emptyText }: HeatmapGraphProps) {
+export function HeatmapGraph({ state, phase, rangeMs, emptyText, split }: HeatmapGraphProps) {
   const res = state.response
   const [hover, setHover] = useState<HeatmapCell | null>(null)
   return (
     <ChartFrame
-      title={`Latency heatmap · ${phase}`}
+      title={`Latency heatmap · ${phase}${split ? ` · ${split.name} ${split.value}` : ''}`}
       subtitle="samples per latency band and time step, from the stored histograms"
       status={state.status}
       error={state.error}
@@ -56,7 +58,12 @@ export function HeatmapGraph({ state, phase, rangeMs, emptyText }: HeatmapGraphP
         const cells = heatmapCells(r)
         const labels = labelledBands(r.bands.length, 14 / ROW)
         return (
-          <div className="chart heatmap" data-chart="heatmap" onMouseLeave={() => setHover(null)}>
+          <div
+            className="chart heatmap"
+            data-chart="heatmap"
+            {...(split ? { 'data-split': `${split.name}=${split.value}` } : {})}
+            onMouseLeave={() => setHover(null)}
+          >
             <svg
               viewBox={`0 0 ${W} ${height}`}
               width="100%"
