@@ -101,7 +101,20 @@ http {
   throw new Error('nginx did not start')
 }
 
-async function startTailguard(upstreamPort: number): Promise<{ child: ChildProcess; port: number }> {
+/** A collector stand-in that acknowledges every report (an agent with no collector retries from its spool). */
+const STUB_COLLECTOR = `
+import { createServer } from 'node:http'
+const s = createServer((req, res) => {
+  req.resume()
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"stored"}'))
+})
+s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
+`
+
+async function startTailguard(
+  upstreamPort: number,
+  collectorPort: number,
+): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort()
   const otlp = await freePort()
   const child = spawn(
@@ -120,7 +133,7 @@ async function startTailguard(upstreamPort: number): Promise<{ child: ChildProce
       '--log-level',
       'fatal',
       '--collector',
-      'http://127.0.0.1:9',
+      `http://127.0.0.1:${collectorPort}`,
     ],
     {
       env: { ...process.env, TAILGUARD_AGENT_TOKEN: 'bench-agent-token-0123456789' },
@@ -140,7 +153,9 @@ const bench: Bench = {
     const children: ChildProcess[] = [up.child]
     let nginxDir: string | null = null
     try {
-      const tg = await startTailguard(up.port)
+      const collector = await spawnNode(STUB_COLLECTOR)
+      children.push(collector.child)
+      const tg = await startTailguard(up.port, collector.port)
       children.push(tg.child)
       targets.push({ name: 'tailguard', port: tg.port, pids: () => [tg.child.pid!] })
       const bin = nginxBinary()
