@@ -138,11 +138,17 @@ const relativeTime = (text: string | undefined): boolean =>
   text === undefined || text.trim() === 'now' || text.trim().startsWith('-')
 
 /**
+ * Polled chart ranges end on a multiple of this (or of the step, when shorter): the finest stored bucket. A longer
+ * alignment (the step, 1 min for an hour) would hide the newest minute, and on a fresh start every number.
+ */
+export const POLL_ALIGN_MS = 10_000
+
+/**
  * The range of a chart query, polled: when `to` is relative to the clock (left out, `now`, `-5m`), its end aligned
- * down to `stepMs` and a relative `from` moved back with it (the span kept); absolute times stay as given. Polls
- * within one step then cover the same range, so they get the same body (and `ETag`, hence a 304) until data changes;
- * the step still filling is left out. A range that alignment would empty (an absolute `from` within the last step)
- * is kept as given.
+ * down to {@link POLL_ALIGN_MS} (or `stepMs` when shorter) and a relative `from` moved back with it (the span kept);
+ * absolute times stay as given. Polls within those 10 s then cover the same range, so they get the same body (and
+ * `ETag`, hence a 304) until data changes; the last 10 s still filling are left out. A range that alignment would
+ * empty (an absolute `from` within the last 10 s) is kept as given.
  *
  * @example alignedRange({ fromMs: 5_000, toMs: 125_000 }, { from: '-2m' }, 60_000) // { fromMs: 0, toMs: 120_000 }
  * @example alignedRange({ fromMs: 5_000, toMs: 125_000 }, { from: '5000', to: '125000' }, 60_000) // as given
@@ -153,7 +159,8 @@ export function alignedRange(
   stepMs: number,
 ): { fromMs: number; toMs: number } {
   if (!relativeTime(query.to)) return range
-  const toMs = Math.floor(range.toMs / stepMs) * stepMs
+  const align = Math.min(stepMs, POLL_ALIGN_MS)
+  const toMs = Math.floor(range.toMs / align) * align
   const fromMs = relativeTime(query.from) ? range.fromMs - (range.toMs - toMs) : range.fromMs
   return fromMs < toMs ? { fromMs, toMs } : range
 }

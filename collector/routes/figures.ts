@@ -111,7 +111,7 @@ export function createFigureRoutes(
     ): Promise<{ range: { fromMs: number; toMs: number }; figures: ServiceFigures[] }> => {
       const now = app.clock()
       const polled = { fromMs: now - windowMs, toMs: now }
-      // The route's window ends at the last whole step (as the chart routes' relative ranges do); /metrics' at now.
+      // The route's window ends at the last whole 10 s (as the chart routes' relative ranges do); /metrics' at now.
       const range = aligned
         ? alignedRange(polled, {}, resolveStepMs(undefined, polled, app.store.rollupStepsMs))
         : polled

@@ -1,5 +1,6 @@
-// Polling the chart routes with ETags (issue #17): a relative range's end is aligned down to the step, so two polls
-// within one step answer the same body and the second gets a 304; a poll after new data in a new step gets a 200.
+// Polling the chart routes with ETags (issue #17): a relative range's end is aligned down to 10 s (the finest bucket;
+// the step when shorter), so two polls within those 10 s answer the same body and the second gets a 304; a poll after
+// new data in the next 10 s gets a 200.
 // Through buildCollector + app.inject on the real store, SQLite and PostgreSQL, with reports sent as agents do.
 import { describe, expect, it } from 'vitest'
 import type { IntervalReport } from '../../../collector/index.js'
@@ -34,6 +35,15 @@ describe('alignedRange', () => {
     expect(alignedRange(range, {}, 60_000)).toEqual({ fromMs: 0, toMs: 120_000 })
     expect(alignedRange(range, { from: '-2m', to: 'now' }, 60_000)).toEqual({ fromMs: 0, toMs: 120_000 })
     expect(alignedRange(range, { from: '-2m', to: '-10s' }, 60_000)).toEqual({ fromMs: 0, toMs: 120_000 })
+    // Never more than 10 s behind the clock, whatever the step (a 1 h range steps by 1 min), nor a step when shorter.
+    expect(alignedRange({ fromMs: 0, toMs: 3_659_000 }, {}, 60_000)).toEqual({
+      fromMs: -9_000,
+      toMs: 3_650_000,
+    })
+    expect(alignedRange({ fromMs: 0, toMs: 3_659_000 }, {}, 5_000)).toEqual({
+      fromMs: -4_000,
+      toMs: 3_655_000,
+    })
     // An absolute start stays; an absolute end leaves the range as given.
     expect(alignedRange(range, { from: '5000' }, 60_000)).toEqual({ fromMs: 5_000, toMs: 120_000 })
     expect(alignedRange(range, { from: '-2m', to: '125000' }, 60_000)).toEqual(range)
@@ -55,31 +65,32 @@ for (const dialect of testDialects())
         headers: { authorization: `Bearer ${TEST_TOKENS.read}`, ...(etag ? { 'if-none-match': etag } : {}) },
       })
 
+    // Each answer ends on a multiple of 10 s (the 1 h ranges step by 1 min, the 5 min charts by 10 s).
     const ROUTES: ReadonlyArray<{ url: string; stepMs: number }> = [
-      { url: '/api/v1/fleet?from=-1h&to=now', stepMs: 60_000 },
+      { url: '/api/v1/fleet?from=-1h&to=now', stepMs: 10_000 },
       { url: '/api/v1/timeseries?service=chat&from=-5m', stepMs: 10_000 },
       { url: '/api/v1/signals?service=chat&from=-5m', stepMs: 10_000 },
-      { url: '/api/v1/figures?window=1h', stepMs: 60_000 },
+      { url: '/api/v1/figures?window=1h', stepMs: 10_000 },
     ]
 
     for (const { url, stepMs } of ROUTES)
-      it(`${url.split('?')[0]}: 304 within one step, 200 after new data in a new step`, async () => {
+      it(`${url.split('?')[0]}: 304 within 10 s, 200 after new data in the next 10 s`, async () => {
         now = START - 30_000
         await c.post(report(1, START - 40_000))
         now = START + 1_000
         const first = await poll(url)
         expect(first.statusCode, first.body).toBe(200)
         const etag = String(first.headers.etag)
-        // The answer ends at the last whole step, not at the clock.
+        // The answer ends at the last whole 10 s, not at the clock.
         expect(first.json().to).toBe(new Date(START).toISOString())
 
-        // Later in the same step, nothing new: the same body, so 304 with no body.
+        // Later in the same 10 s, nothing new: the same body, so 304 with no body.
         now = START + stepMs - 1_000
         const again = await poll(url, etag)
         expect(again.statusCode).toBe(304)
         expect(again.body).toBe('')
 
-        // New data, and the clock in the next step: a new body.
+        // New data, and the clock in the next 10 s: a new body.
         await c.post(report(2, START + stepMs - 5_000))
         now = START + stepMs + 2_000
         const later = await poll(url, etag)
