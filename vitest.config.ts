@@ -8,7 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
-    // Every `tailguard start` a test spawns sizes its serving demo's load to 35% of two replicas' capacity by
+    // Every `tailguard start` a test spawns sizes its serving demo's load to 15% of what two replicas serve flat out by
     // default: a full core each, with a dozen running at once on a small machine. Tests run it light; the
     // test of the demo's load step (test/e2e/start-demo-step.test.ts) asks for the real load with a flag.
     env: { TAILGUARD_DEMO_LOAD: '0.05' },

@@ -150,7 +150,7 @@ export const registerStart: RegisterCommand = (program, io) => {
       )
       .option(
         '--demo-load <fraction>',
-        "the serving demo's base load as a fraction of its two replicas' capacity, measured on this machine at start (default 0.35)",
+        "the serving demo's base load as a fraction of what its two replicas serve flat out, measured on this machine at start (default 0.15)",
         numberArg('--demo-load', 0, 2),
       )
       .option(
@@ -349,7 +349,7 @@ export const registerStart: RegisterCommand = (program, io) => {
         if (stopping) return
         if (sized.capacityRps !== null)
           io.out(
-            `demo serving: one replica serves ${sized.capacityRps.toFixed(1)} req/s here, so demo-llm's trace replays at ${fmtRate(sized.baseRps * sized.speed)} req/s (${Math.round(cfg.start.demoLoad * 100)}% of two replicas)`,
+            `demo serving: one replica serves ${sized.capacityRps.toFixed(1)} req/s here, so demo-llm's trace replays at ${fmtRate(sized.baseRps * sized.speed)} req/s (${Math.round(cfg.start.demoLoad * 100)}% of what two replicas serve flat out)`,
           )
         steps = scheduleDemoSteps(sized, cfg.start, io)
       })

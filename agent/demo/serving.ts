@@ -31,7 +31,7 @@ export interface ServingDemoOptions {
   /**
    * Size the load to this machine: measure one replica's capacity for the demo's requests first, then replay
    * the trace at the speed that makes its mean rate this fraction of the starting replicas' capacity (e.g.
-   * 0.35: a 3× step overloads them). Absent: `speed` as given.
+   * 0.15). Absent: `speed` as given.
    */
   readonly load?: number
   /** Longest completion asked for (trace lengths are capped to this; default 24). */
@@ -240,7 +240,7 @@ interface Replica {
  * class 1), spread round-robin over the replicas that are ready. Every phase the dashboard shows for the
  * service comes from real requests. Replicas come and go at runtime (`scaleTo`: the demo's scaler).
  *
- * @example const demo = await startServingDemo({ cli, arrivals, sink: agent.recorder, node: 'laptop', load: 0.35 })
+ * @example const demo = await startServingDemo({ cli, arrivals, sink: agent.recorder, node: 'laptop', load: 0.15 })
  */
 export async function startServingDemo(opts: ServingDemoOptions): Promise<ServingDemo> {
   const hidden = opts.hidden ?? 1024

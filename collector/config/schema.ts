@@ -314,8 +314,9 @@ export const StartSection = Type.Object(
     /** The controller on the serving demo (demo-llm): enforce moves its setpoints, observe only decides, off runs none. */
     demoController: Type.Union([Type.Literal('enforce'), Type.Literal('observe'), Type.Literal('off')]),
     /**
-     * The serving demo's base load as a fraction of its two starting replicas' capacity, measured on this
-     * machine when it starts (a 3× step then overloads them).
+     * The serving demo's base load as a fraction of what its two starting replicas serve flat out, measured on
+     * this machine when it starts. Flat out is far past the time-to-first-token objective (about a quarter of it
+     * meets 500 ms), so 0.15 is about 60% of what two replicas carry within it, and a 3× step needs 4 replicas.
      */
     demoLoad: Type.Number({ exclusiveMinimum: 0, maximum: 2 }),
     /** Seconds of base load before the serving demo's load steps up (then again after each hold); 0: never. */
@@ -682,7 +683,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     demoSpeed: 10,
     demoTrace: null,
     demoController: 'enforce',
-    demoLoad: 0.35,
+    demoLoad: 0.15,
     demoStepAfterS: 180,
     demoStepHoldS: 300,
     demoStepMultiplier: 3,
