@@ -264,6 +264,11 @@ export const registerStart: RegisterCommand = (program, io) => {
       const collector = await listening(collectorPort, () =>
         runCollector(cfg, log, { plugins: [createAutoscaleRoutes(board), createWhatifRoutes()] }),
       )
+      // The files shutdown must leave behind: the data directory and, for SQLite, the store file this process
+      // opened (by inode: a file recreated at the same path is not the one written to). Taken as soon as the store
+      // is open: once the addresses are printed, a script may remove the file at once.
+      const storeFile = db.includes('://') ? null : db
+      const storeIno = storeFile ? inodeOf(storeFile) : null
       let agent: Awaited<ReturnType<typeof runAgent>>
       try {
         agent = await listening(otlpPort, () =>
@@ -388,10 +393,6 @@ export const registerStart: RegisterCommand = (program, io) => {
         io.out(`  KEDA:       ${kedaPort!.host}:${keda.port} (external scaler; authToken = the read token)`)
       if (controller)
         io.out(`  decisions:  tailguard decisions --collector ${collector.url} --token ${tokens.read}`)
-      // The files shutdown must leave behind: the data directory and, for SQLite, the store file this process
-      // opened (by inode: a file recreated at the same path is not the one written to).
-      const storeFile = db.includes('://') ? null : db
-      const storeIno = storeFile ? inodeOf(storeFile) : null
       // Shutdown is bounded: the parts that hold no data get a few seconds each (one that hangs, e.g. a model
       // server that does not exit, is left behind), so that the agent's last reports and the store are always
       // flushed; a last deadline covers those two.
