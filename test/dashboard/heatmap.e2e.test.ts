@@ -124,16 +124,19 @@ describe.skipIf(!RUN)('latency heatmap, GPU telemetry and dark mode (headless Ch
     }
     // The live service's replicas chat-0 and chat-1 run on node-0 and node-1, both version 1.
     await check('replica', FLEET.live.replicas)
-    await page.getByRole('group', { name: 'heatmap split' }).getByRole('button', { name: 'per node' }).click()
+    await page
+      .getByRole('group', { name: 'split', exact: true })
+      .getByRole('button', { name: 'per node' })
+      .click()
     expect(page.url()).toContain('split=node')
     await check('node', ['node-0', 'node-1'])
     await page
-      .getByRole('group', { name: 'heatmap split' })
+      .getByRole('group', { name: 'split', exact: true })
       .getByRole('button', { name: 'per version' })
       .click()
     await check('version', ['1'])
     // Back to one heatmap for the service.
-    await page.getByRole('group', { name: 'heatmap split' }).getByRole('button', { name: 'all' }).click()
+    await page.getByRole('group', { name: 'split', exact: true }).getByRole('button', { name: 'all' }).click()
     await expect.poll(() => page.locator('[data-chart="heatmap"]:not([data-split])').count()).toBe(1)
     expect(page.url()).not.toContain('split=')
     await screenshot(page, 'heatmap-split')

@@ -81,7 +81,8 @@ export function PhasePicker(props: {
 }
 
 /**
- * How the latency heatmap is split: one heatmap for the service, or one per replica, node or version.
+ * How the service page's charts are split: one line (and one latency heatmap) for the whole service, or one per
+ * replica, node or version. The tiles stay for the whole service.
  *
  * @example <SplitPicker value={route.split} onChange={(split) => navigate({ ...route, split })} />
  */
@@ -94,19 +95,26 @@ export function SplitPicker(props: {
     ...SPLIT_LABELS.map((l): [SplitLabel, string] => [l, `per ${l}`]),
   ]
   return (
-    <div className="segmented" role="group" aria-label="heatmap split">
-      {choices.map(([value, label]) => (
-        <button
-          key={label}
-          type="button"
-          className={value === props.value ? 'active' : undefined}
-          aria-pressed={value === props.value}
-          title={value ? `one latency heatmap per ${value}` : 'one latency heatmap for the service'}
-          onClick={() => props.onChange(value)}
-        >
-          {label}
-        </button>
-      ))}
+    <div className="select split-picker">
+      <span id="split-picker-label">split</span>
+      <div className="segmented" role="group" aria-labelledby="split-picker-label">
+        {choices.map(([value, label]) => (
+          <button
+            key={label}
+            type="button"
+            className={value === props.value ? 'active' : undefined}
+            aria-pressed={value === props.value}
+            title={
+              value
+                ? `every chart: one line (and one latency heatmap) per ${value}`
+                : 'every chart for the whole service'
+            }
+            onClick={() => props.onChange(value)}
+          >
+            {label}
+          </button>
+        ))}
+      </div>
     </div>
   )
 }

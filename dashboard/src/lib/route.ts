@@ -39,11 +39,11 @@ export interface ServiceRoute {
   readonly range: string
   readonly phase: string
   readonly quantiles: readonly string[]
-  /** The label the latency heatmap is split by (one heatmap per value); absent: one heatmap for the service. */
+  /** The label every chart is split by (one line, and one heatmap, per value); absent: the whole service. */
   readonly split?: SplitLabel
 }
 
-/** The labels a service page's heatmap can be split by. */
+/** The labels a service page's charts can be split by. */
 export const SPLIT_LABELS = ['replica', 'node', 'version'] as const
 export type SplitLabel = (typeof SPLIT_LABELS)[number]
 

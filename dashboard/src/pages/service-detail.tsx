@@ -5,6 +5,12 @@ import { LatencyGraph } from '../components/graphs/latency-graph.js'
 import { RequestRateGraph } from '../components/graphs/request-rate-graph.js'
 import { PhasePicker, QuantilePicker, SplitPicker, TimeRangePicker } from '../components/pickers.js'
 import { SignalPanels } from '../components/signal-panels.js'
+import {
+  SplitErrorRateGraph,
+  SplitLatencyGraph,
+  SplitPhaseLatency,
+  SplitRateGraph,
+} from '../components/split-charts.js'
 import { LiveTiles } from '../components/tiles/live-tiles.js'
 import { RequestTiles } from '../components/tiles/request-tiles.js'
 import { useBreakdown } from '../hooks/use-breakdown.js'
@@ -12,12 +18,13 @@ import { useHeatmap } from '../hooks/use-heatmap.js'
 import { useNow } from '../hooks/use-now.js'
 import { useServices } from '../hooks/use-services.js'
 import { useSlos } from '../hooks/use-slos.js'
-import { useTimeseries } from '../hooks/use-timeseries.js'
+import { useTimeseries, useTimeseriesSplit } from '../hooks/use-timeseries.js'
 import { latencySlo } from '../lib/controller.js'
 import { formatMs } from '../lib/format.js'
 import type { ServiceRoute, SplitLabel } from '../lib/route.js'
-import type { ServiceSeries } from '../lib/api-types.js'
 import type { SloStatus } from '../lib/slo-types.js'
+import { splitValues } from '../lib/split.js'
+import type { SplitValues } from '../lib/split.js'
 import { timeRange } from '../lib/time-range.js'
 import { NotFound } from './not-found.js'
 import { dataSeconds, emptyRangeText, groupServices } from '../lib/transforms.js'
@@ -44,6 +51,16 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
   const series = useTimeseries({ ...base, phase: route.phase }, refreshMs)
   const services = useServices(60_000)
   const nowMs = useNow(10_000)
+  const split = route.split
+  const values: SplitValues = split
+    ? splitValues(services.response?.services ?? [], route, split, nowMs - range.durationMs)
+    : { shown: [], rest: [] }
+  const splitSeries = useTimeseriesSplit(
+    { ...base, phase: route.phase },
+    split ?? 'replica',
+    values.shown,
+    refreshMs,
+  )
   const slos = useSlos(60_000).response?.slos ?? []
   const mine = groupServices(services.response?.services ?? []).filter(
     (g) => g.service === route.service && (!route.model || g.model === route.model),
@@ -54,6 +71,8 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
     const name = `${route.service}${route.model ? ` / ${route.model}` : ''}`
     return <NotFound what={name} reason={`No service named ${name} has reported to this collector.`} />
   }
+  const seriesQuery = { service: route.service, model: route.model, from: range.from }
+  const splitProps = split ? { label: split, values, pending: services.response === null, emptyText } : null
   const phases = [
     'total',
     ...(breakdown.response?.phases ?? [])
@@ -73,19 +92,19 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
       </div>
       <div className="toolbar">
         <TimeRangePicker value={range.key} onChange={(key) => navigate({ ...route, range: key })} />
+        <SplitPicker
+          value={route.split}
+          onChange={(next) => {
+            const { split: _, ...rest } = route
+            navigate(next ? { ...rest, split: next } : rest)
+          }}
+        />
         <PhasePicker
           value={route.phase}
           phases={phases}
           onChange={(phase) => navigate({ ...route, phase })}
         />
         <QuantilePicker value={route.quantiles} onChange={(quantiles) => navigate({ ...route, quantiles })} />
-        <SplitPicker
-          value={route.split}
-          onChange={(split) => {
-            const { split: _, ...rest } = route
-            navigate(split ? { ...rest, split } : rest)
-          }}
-        />
       </div>
       <RequestTiles
         state={breakdown}
@@ -99,56 +118,66 @@ export function ServiceDetail({ route, navigate }: ServiceDetailProps) {
         refreshMs={refreshMs}
       />
       <div className="grid">
-        <LatencyGraph
-          state={series}
-          phase={route.phase}
-          rangeMs={range.durationMs}
-          emptyText={emptyText}
-          threshold={sloThreshold(slos, route.service, route.phase)}
-        />
-        {route.split === undefined ? (
+        {splitProps ? (
+          <SplitLatencyGraph
+            {...splitProps}
+            states={splitSeries}
+            phase={route.phase}
+            quantiles={route.quantiles}
+            threshold={sloThreshold(slos, route.service, route.phase)}
+          />
+        ) : (
+          <LatencyGraph
+            state={series}
+            phase={route.phase}
+            rangeMs={range.durationMs}
+            emptyText={emptyText}
+            threshold={sloThreshold(slos, route.service, route.phase)}
+          />
+        )}
+        {split === undefined ? (
           <ServiceHeatmap route={route} refreshMs={refreshMs} emptyText={emptyText} />
         ) : (
-          splitValues(services.response?.services ?? [], route, route.split).map((value) => (
+          values.shown.map((value) => (
             <ServiceHeatmap
               key={value}
               route={route}
-              label={{ name: route.split!, value }}
+              label={{ name: split, value }}
               refreshMs={refreshMs}
               emptyText={emptyText}
             />
           ))
         )}
-        <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />
-        <ErrorRateGraph
-          query={{ service: route.service, model: route.model, from: range.from }}
-          slos={slos}
-          refreshMs={refreshMs}
-          emptyText={emptyText}
-        />
+        {splitProps ? (
+          <SplitRateGraph {...splitProps} states={splitSeries} />
+        ) : (
+          <RequestRateGraph state={series} rangeMs={range.durationMs} emptyText={emptyText} />
+        )}
+        {splitProps ? (
+          <SplitErrorRateGraph {...splitProps} query={seriesQuery} slos={slos} refreshMs={refreshMs} />
+        ) : (
+          <ErrorRateGraph query={seriesQuery} slos={slos} refreshMs={refreshMs} emptyText={emptyText} />
+        )}
         {['ttft', 'tpot']
           .filter((p) => p !== route.phase && phases.includes(p))
-          .map((p) => (
-            <PhaseLatency key={p} route={route} phase={p} slos={slos} refreshMs={refreshMs} />
-          ))}
+          .map((p) =>
+            splitProps ? (
+              <SplitPhaseLatency
+                key={p}
+                {...splitProps}
+                query={{ ...base, phase: p }}
+                threshold={sloThreshold(slos, route.service, p)}
+                refreshMs={refreshMs}
+              />
+            ) : (
+              <PhaseLatency key={p} route={route} phase={p} slos={slos} refreshMs={refreshMs} />
+            ),
+          )}
         <BreakdownGraph state={breakdown} quantiles={route.quantiles} emptyText={emptyText} />
       </div>
-      <SignalPanels
-        query={{ service: route.service, model: route.model, from: range.from }}
-        slos={slos}
-        refreshMs={refreshMs}
-      />
+      <SignalPanels query={seriesQuery} slos={slos} refreshMs={refreshMs} />
     </main>
   )
-}
-
-/** Heatmaps drawn at most when split (the first values in order; the services list says how many there are). */
-const MAX_SPLIT_HEATMAPS = 12
-
-/** The values of `label` among the service's (and model's) series, sorted; at most {@link MAX_SPLIT_HEATMAPS}. */
-function splitValues(series: readonly ServiceSeries[], route: ServiceRoute, label: SplitLabel): string[] {
-  const mine = series.filter((s) => s.service === route.service && (!route.model || s.model === route.model))
-  return [...new Set(mine.map((s) => s[label]))].sort().slice(0, MAX_SPLIT_HEATMAPS)
 }
 
 /** The latency heatmap of the service, or of one value of the split label (one replica, node or version). */

@@ -5,6 +5,7 @@ import { formatPercent } from '../../lib/format.js'
 import { errorRateRows } from '../../lib/signals.js'
 import type { SloStatus } from '../../lib/slo-types.js'
 import { SeriesGraph } from './series-graph.js'
+import type { Threshold } from './series-graph.js'
 
 /** Props of {@link ErrorRateGraph}. */
 export interface ErrorRateGraphProps {
@@ -23,8 +24,6 @@ export interface ErrorRateGraphProps {
 export function ErrorRateGraph({ query, slos, refreshMs, emptyText }: ErrorRateGraphProps) {
   const state = useRequests(query, refreshMs)
   const res = state.response
-  const slo = availabilitySlo(slos, query.service)
-  const allowed = slo ? Number((1 - slo.objective).toPrecision(6)) : null
   return (
     <SeriesGraph
       title="Error rate"
@@ -39,12 +38,20 @@ export function ErrorRateGraph({ query, slos, refreshMs, emptyText }: ErrorRateG
       ]}
       format={(v) => formatPercent(v)}
       domain={res ? [Date.parse(res.from), Date.parse(res.to)] : null}
-      thresholds={
-        slo && allowed !== null
-          ? [{ y: allowed, label: `SLO ${slo.name} allows ${formatPercent(allowed)}`, color: '#8e44ad' }]
-          : []
-      }
+      thresholds={allowedErrorLine(slos, query.service)}
       {...(emptyText !== undefined ? { emptyText } : {})}
     />
   )
+}
+
+/**
+ * The error ratio an availability SLO of the service allows (1 − objective), as a threshold line; none without one.
+ *
+ * @example allowedErrorLine(slos, 'chat') // [{ y: 0.01, label: 'SLO chat-avail allows 1%', color: '#8e44ad' }]
+ */
+export function allowedErrorLine(slos: readonly SloStatus[], service: string): Threshold[] {
+  const slo = availabilitySlo(slos, service)
+  if (!slo) return []
+  const allowed = Number((1 - slo.objective).toPrecision(6))
+  return [{ y: allowed, label: `SLO ${slo.name} allows ${formatPercent(allowed)}`, color: '#8e44ad' }]
 }

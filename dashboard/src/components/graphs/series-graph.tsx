@@ -70,6 +70,11 @@ export interface SeriesGraphProps {
   readonly thresholds?: readonly Threshold[]
   readonly emptyText?: string
   readonly height?: number
+  /**
+   * The label the lines are split by (`replica`), set as `data-split`; the chart then also carries each line's
+   * drawn points as `data-series` (`[[label, [[tMs, value], …]], …]`), which tests compare with the API.
+   */
+  readonly split?: string
 }
 
 /**
@@ -103,7 +108,12 @@ export function SeriesGraph(props: SeriesGraphProps) {
       }
     >
       {() => (
-        <div className="chart" data-chart={props.chart} data-points={rows.length}>
+        <div
+          className="chart"
+          data-chart={props.chart}
+          data-points={rows.length}
+          {...(props.split ? { 'data-split': props.split, 'data-series': drawnSeries(rows, lines) } : {})}
+        >
           <ResponsiveContainer width="100%" height={props.height ?? 200}>
             <LineChart data={[...rows]} margin={{ top: 8, right: 16, bottom: 0, left: 8 }}>
               <CartesianGrid stroke="#e6e9ef" vertical={false} />
@@ -134,5 +144,18 @@ export function SeriesGraph(props: SeriesGraphProps) {
         </div>
       )}
     </ChartFrame>
+  )
+}
+
+/** Each line's label and its non-null points, as JSON (`data-series` of a split chart). */
+function drawnSeries(rows: readonly SignalRow[], lines: readonly SeriesLine[]): string {
+  return JSON.stringify(
+    lines.map((l) => [
+      l.label,
+      rows.flatMap((r) => {
+        const v = r[l.key]
+        return typeof v === 'number' ? [[r.tMs, v]] : []
+      }),
+    ]),
   )
 }
