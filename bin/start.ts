@@ -317,19 +317,17 @@ export const registerStart: RegisterCommand = (program, io) => {
           `demo serving: service demo-llm, ${serving.modelUrls.length} reference model servers (tailguard serve-model) behind tailguard proxies at ${serving.proxyUrls.join(', ')}; measuring what a replica serves here, to size the load`,
         )
       }
-      const targets = [
-        ...cfg.controllers,
-        ...demoTargets(cfg, serving, demoSetpoints, agent.address, tokens.admin, io),
-      ]
+      const ownDemoTargets = demoTargets(cfg, serving, demoSetpoints, agent.address, tokens.admin, io)
+      const targets = [...cfg.controllers, ...ownDemoTargets]
       let controller: RunningController | null = null
       if (targets.length > 0) {
-        const demoTarget = targets.find((t) => t.name === DEMO_TARGET && serving)
         try {
           controller = await runController({ ...cfg, controllers: targets }, log, {
             store: collector.store,
             budgets: { kind: 'engine', engine: collector.slos },
             board,
-            ...(demoTarget && serving
+            // The demo's replica set goes to the target made for it here, never to one of the config's own.
+            ...(ownDemoTargets.length > 0 && serving
               ? {
                   actuators: {
                     [DEMO_TARGET]: [createReplicaSetActuator(serving, { name: 'demo replicas' })],
