@@ -119,15 +119,15 @@ for v in "${versions[@]}"; do
 
   echo "ci: node $v: vitest run"
   t0=$SECONDS
-  # As `npm test`: the load-step tests (performance-type end-to-end runs) alone, one after the other, after the rest.
+  # As `npm test`: the timed tests (the two load steps, the fleet page's first load) alone, one after the other, after the rest.
   vt=(node node_modules/vitest/vitest.mjs run)
   if [ -n "${TG_VITEST_ARGS:-}" ]; then
     # shellcheck disable=SC2086 # TG_VITEST_ARGS is a list of paths or flags
     run_suite() { PATH="$home/bin:$PATH" "${vt[@]}" ${TG_VITEST_ARGS}; }
   else
     run_suite() {
-      PATH="$home/bin:$PATH" "${vt[@]}" --exclude test/e2e/load-step.test.ts --exclude test/e2e/start-demo-step.test.ts &&
-        PATH="$home/bin:$PATH" "${vt[@]}" --no-file-parallelism test/e2e/load-step.test.ts test/e2e/start-demo-step.test.ts
+      PATH="$home/bin:$PATH" "${vt[@]}" --exclude test/e2e/load-step.test.ts --exclude test/e2e/start-demo-step.test.ts --exclude test/dashboard/fleet-load.e2e.test.ts &&
+        PATH="$home/bin:$PATH" "${vt[@]}" --no-file-parallelism test/e2e/load-step.test.ts test/e2e/start-demo-step.test.ts test/dashboard/fleet-load.e2e.test.ts
     }
   fi
   if run_suite; then
