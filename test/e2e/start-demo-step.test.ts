@@ -32,7 +32,7 @@ interface Decision {
 
 /** Seconds of base load before the step, and how long the step lasts. */
 const STEP_AFTER_S = 15
-const HOLD_S = 75
+const HOLD_S = 120
 
 describe('tailguard start: the demo load step', () => {
   it('steps the serving demo up 3×; the controller adds replicas, which take traffic', async () => {
