@@ -67,6 +67,7 @@ interface StartFlags {
   demoLoad?: number
   demoStepAfter?: number
   demoStepHold?: number
+  demoStep?: number
   slos?: string
   proxyPort?: number
   upstream?: string[]
@@ -155,13 +156,23 @@ export const registerStart: RegisterCommand = (program, io) => {
       )
       .option(
         '--demo-step-after <s>',
-        "seconds before the serving demo's load steps up 3× (and again after each fall back); 0: never (default 180)",
+        "seconds before the serving demo's load steps up (--demo-step times; again after each fall back); 0: never (default 180)",
         intArg('--demo-step-after', 0),
       )
       .option(
         '--demo-step-hold <s>',
         'seconds the stepped-up load lasts (default 300)',
         intArg('--demo-step-hold', 1),
+      )
+      .option(
+        '--demo-step <times>',
+        "how many times the base load the serving demo's step sends (default 3)",
+        (v: string): number => {
+          const n = Number(v)
+          if (v.trim() === '' || !(n >= 1 && n <= 20))
+            throw new CliError(`--demo-step: expected a number from 1 to 20, got '${v}'`)
+          return n
+        },
       ),
     // One process for a person at a terminal: the lines printed below, and only warnings from the log.
     'warn',
@@ -183,6 +194,7 @@ export const registerStart: RegisterCommand = (program, io) => {
           ...(flags.demoLoad !== undefined ? { demoLoad: flags.demoLoad } : {}),
           ...(flags.demoStepAfter !== undefined ? { demoStepAfterS: flags.demoStepAfter } : {}),
           ...(flags.demoStepHold !== undefined ? { demoStepHoldS: flags.demoStepHold } : {}),
+          ...(flags.demoStep !== undefined ? { demoStepMultiplier: flags.demoStep } : {}),
         },
         collector: {
           ...(flags.host !== undefined ? { host: flags.host } : {}),
