@@ -82,9 +82,11 @@ export interface Recorder extends SampleSink {
   series(labels: SeriesLabels): SeriesHandle
   drain(): DrainedInterval
   /**
-   * The same interval as {@link drain}, cut at the call (synchronously, a pointer move per series) and encoded
-   * in slices of about `sliceMs` (default 8) with the event loop free in between, so a drain of 10,000
-   * series never blocks the agent's receivers for long. Recording goes on meanwhile, into the next interval.
+   * The same interval as {@link drain}, cut at the call (in constant time: the recorder's generation moves on)
+   * then taken series by series and encoded in slices of about `sliceMs` (default 8) with the event loop free
+   * in between, so a drain of 10,000 series never blocks the agent's receivers for long. Recording goes on
+   * meanwhile, into the next interval: a series recorded into before the drain reaches it first hands over
+   * its counts of the interval cut, so no sample is lost or counted twice.
    */
   drainSliced(opts?: { readonly sliceMs?: number }): Promise<DrainedInterval>
   /** Total requests recorded since the recorder was made (for the agent's own metrics). */
@@ -96,7 +98,7 @@ export interface Recorder extends SampleSink {
 // The hot path counts into a small open-addressing hash table keyed by the collector's bucket index
 // (log-linear buckets of 1/1024 µs ticks, ≤ 0.1% wide): memory grows with the buckets a series actually
 // uses, not with the range of values. A table is one ArrayBuffer: 16-bit keys (bucket index + 1; 0 is an empty
-// slot, and the highest index, 30 days, is 44,031) then 32-bit counts, 6 bytes a slot, at most three quarters
+// slot, and the highest index, 30 days, is 43,190) then 32-bit counts, 6 bytes a slot, at most three quarters
 // full. Capacities step by 1.5× and 1.33× in turn (16, 24, 32, 48, …), so a table of n buckets takes 8 to 12
 // bytes a bucket. A drain sorts the used buckets and encodes them as the collector's sparse `tgh1` form
 // directly; no histogram object is built.
