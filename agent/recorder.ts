@@ -165,8 +165,7 @@ class MetricCounts {
     const keys = this.keys
     const n = keys.length
     // Fibonacci hashing, the product's high bits scaled to the capacity (not a power of two).
-    let slot = ((Math.imul(key, 0x9e3779b1) >>> 0) * n) / TWO_32
-    slot = slot | 0
+    let slot = (((Math.imul(key, 0x9e3779b1) >>> 0) * n) / TWO_32) | 0
     for (;;) {
       const k = keys[slot]!
       if (k === key) break
