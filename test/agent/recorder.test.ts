@@ -151,6 +151,27 @@ describe('recorder', () => {
     expect(decodeHistogram(next.series[0]!.histograms.queue!).totalCount).toBe(ticks)
   })
 
+  it('keeps a replica on two nodes as two series, and forgets one of them alone', () => {
+    const rec = createRecorder()
+    const a = { ...labels, node: 'n1' }
+    const b = { ...labels, node: 'n2' }
+    const c = { ...labels, node: 'n3' }
+    for (const l of [a, b, c]) rec.recordLatency(l, 'queue', 10)
+    expect(rec.drain().series.map((s) => s.labels.node)).toEqual(['n1', 'n2', 'n3'])
+    for (let i = 0; i < 3; i++) {
+      rec.recordLatency(b, 'queue', 20)
+      rec.drain()
+    }
+    // n1 and n3 idle for 3 drains: forgotten; n2 is still the same series.
+    expect(rec.stats().series).toBe(1)
+    rec.recordLatency(b, 'queue', 30)
+    rec.recordLatency(a, 'queue', 40)
+    const { series } = rec.drain()
+    expect(series.map((s) => s.labels.node)).toEqual(['n2', 'n1'])
+    expect(series.map((s) => decodeHistogram(s.histograms.queue!).totalCount)).toEqual([1, 1])
+    expect(rec.stats().series).toBe(2)
+  })
+
   describe('the hand-over at the interval cut', () => {
     type Rec = ReturnType<typeof createRecorder>
     const SERIES = 2_000
