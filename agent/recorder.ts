@@ -82,9 +82,11 @@ export interface Recorder extends SampleSink {
   series(labels: SeriesLabels): SeriesHandle
   drain(): DrainedInterval
   /**
-   * The same interval as {@link drain}, cut at the call (synchronously, a pointer move per series) and encoded
-   * in slices of about `sliceMs` (default 8) with the event loop free in between, so a drain of 10,000
-   * series never blocks the agent's receivers for long. Recording goes on meanwhile, into the next interval.
+   * The same interval as {@link drain}, cut at the call (in constant time: the recorder's generation moves on)
+   * then taken series by series and encoded in slices of about `sliceMs` (default 8) with the event loop free
+   * in between, so a drain of 10,000 series never blocks the agent's receivers for long. Recording goes on
+   * meanwhile, into the next interval: a series recorded into before the drain reaches it first hands over
+   * its counts of the interval cut, so no sample is lost or counted twice.
    */
   drainSliced(opts?: { readonly sliceMs?: number }): Promise<DrainedInterval>
   /** Total requests recorded since the recorder was made (for the agent's own metrics). */
@@ -95,118 +97,194 @@ export interface Recorder extends SampleSink {
 
 // The hot path counts into a small open-addressing hash table keyed by the collector's bucket index
 // (log-linear buckets of 1/1024 µs ticks, ≤ 0.1% wide): memory grows with the buckets a series actually
-// uses (8 bytes a slot, at most three quarters full), not with the range of values. a drain sorts the used buckets
-// and encodes them as the collector's sparse `tgh1` form directly; no histogram object is built.
-const INITIAL_SLOTS = 16
-const EMPTY_KEY = -1
+// uses, not with the range of values. A table is one ArrayBuffer: 16-bit keys (bucket index + 1; 0 is an empty
+// slot, and the highest index, 30 days, is 43,190) then 32-bit counts, 6 bytes a slot, at most three quarters
+// full. Capacities step by 1.5× and 1.33× in turn (16, 24, 32, 48, …), so a table of n buckets takes 8 to 12
+// bytes a bucket. A drain sorts the used buckets and encodes them as the collector's sparse `tgh1` form
+// directly; no histogram object is built.
+const EMPTY_KEY = 0
+const TWO_32 = 2 ** 32
 
-const METRIC_INDEX = new Map<string, number>(METRICS.map((m, i) => [m, i]))
-const TTFT_INDEX = METRIC_INDEX.get('ttft')!
-const TPOT_INDEX = METRIC_INDEX.get('tpot')!
+/** Slots of a table of capacity class `cls`: 16, 24, 32, 48, 64, 96, … */
+const capacity = (cls: number): number => (2 + (cls & 1)) << (3 + (cls >> 1))
 
-/** Counts of one metric of one series since the last drain: bucket index → count, hashed. */
+/** Retired tables at most this large are kept for reuse, up to {@link POOL_BYTES} in all. */
+const POOL_TABLE_BYTES = 6 * 1024
+const POOL_BYTES = 32 * 1024
+
+/**
+ * Tables retired by growth (and by drains, once encoded), handed to the next table of the same capacity before a
+ * new one is allocated: a table grows through several capacities in an interval, and each retired buffer would
+ * otherwise wait for a garbage collection (and the background sweep after it) to be freed. Bounded in bytes.
+ */
+class TablePool {
+  readonly #free: Uint16Array[][] = []
+  #bytes = 0
+
+  /** An empty table (the keys view; the counts follow in the same buffer) of class `cls`. */
+  take(cls: number): Uint16Array {
+    const keys = this.#free[cls]?.pop()
+    if (keys === undefined) {
+      const n = capacity(cls)
+      return new Uint16Array(new ArrayBuffer(6 * n), 0, n)
+    }
+    this.#bytes -= keys.buffer.byteLength
+    return keys
+  }
+
+  /** Keeps a table no longer used (cleared here), if it is small and the pool has room. */
+  give(cls: number, keys: Uint16Array, counts: Uint32Array): void {
+    const bytes = keys.buffer.byteLength
+    if (bytes > POOL_TABLE_BYTES || this.#bytes + bytes > POOL_BYTES) return
+    keys.fill(EMPTY_KEY)
+    counts.fill(0)
+    ;(this.#free[cls] ??= []).push(keys)
+    this.#bytes += bytes
+  }
+}
+
+const countsOf = (keys: Uint16Array): Uint32Array =>
+  new Uint32Array(keys.buffer, keys.byteLength, keys.length)
+
+/** Counts of one metric of one series over one interval: bucket index → count, hashed. */
 class MetricCounts {
-  keys = new Int32Array(INITIAL_SLOTS).fill(EMPTY_KEY)
-  counts = new Uint32Array(INITIAL_SLOTS)
+  cls = 0
+  keys: Uint16Array
+  counts: Uint32Array
   used = 0
   total = 0
 
+  constructor(pool: TablePool) {
+    this.keys = pool.take(0)
+    this.counts = countsOf(this.keys)
+  }
+
   /** Records one value in µs (≥ 0, already clamped to the range). */
-  add(us: number): void {
-    const i = tickIndex(Math.round(us * TICKS_PER_US))
+  add(us: number, pool: TablePool): void {
+    const key = tickIndex(Math.round(us * TICKS_PER_US)) + 1
     const keys = this.keys
-    const mask = keys.length - 1
-    let slot = (Math.imul(i, 0x9e3779b1) >>> 0) & mask
+    const n = keys.length
+    // Fibonacci hashing, the product's high bits scaled to the capacity (not a power of two).
+    let slot = (((Math.imul(key, 0x9e3779b1) >>> 0) * n) / TWO_32) | 0
     for (;;) {
       const k = keys[slot]!
-      if (k === i) break
+      if (k === key) break
       if (k === EMPTY_KEY) {
-        // At most three quarters full: linear probing stays short, and a table is 2.7 to 5.3 bytes a bucket.
-        if (4 * (this.used + 1) > 3 * keys.length) {
-          this.#grow()
-          this.add(us)
+        // At most three quarters full: linear probing stays short.
+        if (4 * (this.used + 1) > 3 * n) {
+          this.#grow(pool)
+          this.add(us, pool)
           return
         }
-        keys[slot] = i
+        keys[slot] = key
         this.used++
         break
       }
-      slot = (slot + 1) & mask
+      if (++slot === n) slot = 0
     }
     this.counts[slot]!++
     this.total++
   }
 
-  #grow(): void {
+  #grow(pool: TablePool): void {
     const oldKeys = this.keys
     const oldCounts = this.counts
-    this.keys = new Int32Array(oldKeys.length * 2).fill(EMPTY_KEY)
-    this.counts = new Uint32Array(oldKeys.length * 2)
-    const mask = this.keys.length - 1
+    const oldCls = this.cls
+    const keys = (this.keys = pool.take(++this.cls))
+    const counts = (this.counts = countsOf(keys))
+    const n = keys.length
     for (let j = 0; j < oldKeys.length; j++) {
       const k = oldKeys[j]!
       if (k === EMPTY_KEY) continue
-      let slot = (Math.imul(k, 0x9e3779b1) >>> 0) & mask
-      while (this.keys[slot] !== EMPTY_KEY) slot = (slot + 1) & mask
-      this.keys[slot] = k
-      this.counts[slot] = oldCounts[j]!
+      let slot = (((Math.imul(k, 0x9e3779b1) >>> 0) * n) / TWO_32) | 0
+      while (keys[slot] !== EMPTY_KEY) if (++slot === n) slot = 0
+      keys[slot] = k
+      counts[slot] = oldCounts[j]!
     }
+    pool.give(oldCls, oldKeys, oldCounts)
   }
 
-  /** Encodes the counts as the collector's sparse form. A drain hands the table over, so nothing is cleared. */
-  encode(): string {
+  /**
+   * Encodes the counts as the collector's sparse form, sorting in `scratch` (grown as needed), then gives the
+   * table back to the pool: the counts are gone afterwards.
+   */
+  encode(pool: TablePool, scratch: EncodeScratch): string {
     const n = this.used
+    if (scratch.packed.length < n) scratch.grow(n)
     // (index, count) packed in one float so a typed-array sort orders the pairs by index.
-    const packed = new Float64Array(n)
+    const packed = scratch.packed.subarray(0, n)
     const keys = this.keys
+    const counts = this.counts
     let k = 0
     for (let j = 0; j < keys.length; j++)
-      if (keys[j] !== EMPTY_KEY) packed[k++] = keys[j]! * 2 ** 32 + this.counts[j]!
+      if (keys[j] !== EMPTY_KEY) packed[k++] = (keys[j]! - 1) * TWO_32 + counts[j]!
     packed.sort()
-    const indexes = new Int32Array(n)
-    const counts = new Uint32Array(n)
+    const indexes = scratch.indexes
+    const sorted = scratch.counts
     for (let j = 0; j < n; j++) {
-      indexes[j] = Math.floor(packed[j]! / 2 ** 32)
-      counts[j] = packed[j]! % 2 ** 32
+      indexes[j] = Math.floor(packed[j]! / TWO_32)
+      sorted[j] = packed[j]! % TWO_32
     }
-    return encodeBuckets(n, indexes, counts)
+    pool.give(this.cls, keys, counts)
+    return encodeBuckets(n, indexes, sorted)
   }
 }
 
-/** One drained series whose histograms are still to be encoded (into `histograms`, the report's object). */
+/** The arrays a drain sorts and encodes a table in, kept between tables (a drain encodes thousands). */
+class EncodeScratch {
+  packed = new Float64Array(256)
+  indexes = new Int32Array(256)
+  counts = new Uint32Array(256)
+
+  grow(n: number): void {
+    const size = Math.max(n, 2 * this.packed.length)
+    this.packed = new Float64Array(size)
+    this.indexes = new Int32Array(size)
+    this.counts = new Uint32Array(size)
+  }
+}
+
+const METRIC_INDEX = new Map<string, number>(METRICS.map((m, i) => [m, i]))
+const TTFT_INDEX = METRIC_INDEX.get('ttft')!
+const TPOT_INDEX = METRIC_INDEX.get('tpot')!
+
+/** One series' interval, taken out of it: the report entry, its histograms still to be encoded. */
 interface PendingSeries {
+  readonly series: ReportSeries
   readonly histograms: Partial<Record<Metric, string>>
-  readonly metrics: readonly (MetricCounts | undefined)[]
-}
-
-function encodeSeries(p: PendingSeries): void {
-  for (let i = 0; i < p.metrics.length; i++) {
-    const m = p.metrics[i]
-    if (m !== undefined && m.total > 0) p.histograms[METRICS[i]!] = m.encode()
-  }
+  readonly metrics: readonly (MetricCounts | undefined)[] | undefined
 }
 
 class SeriesState {
   readonly labels: SeriesLabels
-  /** This interval's counts per metric; a drain takes the whole array and leaves an empty one. */
-  metrics: (MetricCounts | undefined)[] = new Array<MetricCounts | undefined>(METRICS.length)
+  /** The interval (the recorder's generation) the counts below belong to. */
+  gen: number
+  /** Counts per metric, made on the first latency of the interval (most series record a few metrics). */
+  metrics: (MetricCounts | undefined)[] | undefined
   ok = 0
   error = 0
   shed = 0
   outputTokens = 0
-  errorClasses = new Map<string, number>()
+  /** Made on the first error class of the interval. */
+  errorClasses: Map<string, number> | undefined
   /** Live signals, created on the first observation (most series never get any). */
   signals: SignalFold | undefined
-  /** Recorded into since the last drain. */
+  /** Recorded into in interval `gen`. */
   active = false
+  /**
+   * The previous interval, handed over when this series was recorded into after the cut and before the drain
+   * reached it (see {@link RecorderImpl.drainSliced}); the drain takes it from here.
+   */
+  handed: PendingSeries | undefined
   /** Drains in a row without data; idle series are forgotten (handles re-resolve). */
   idleDrains = 0
   live = true
   /** An overflow series (folds label sets past the limits). */
   readonly overflow: boolean
 
-  constructor(labels: SeriesLabels, overflow = false) {
+  constructor(labels: SeriesLabels, gen: number, overflow: boolean) {
     this.labels = labels
+    this.gen = gen
     this.overflow = overflow
   }
 
@@ -221,23 +299,69 @@ class SeriesState {
       m.node === l.node
     )
   }
+
+  /** Moves this interval's counts out into a report entry (histograms not yet encoded); the series starts empty. */
+  detach(): PendingSeries | undefined {
+    if (!this.active) return undefined
+    const histograms: Partial<Record<Metric, string>> = {}
+    const series: ReportSeries = {
+      labels: this.labels,
+      histograms,
+      requests: { ok: this.ok, error: this.error, shed: this.shed },
+      ...(this.errorClasses !== undefined ? { errorClasses: cappedClasses(this.errorClasses) } : {}),
+      ...(this.outputTokens > 0 ? { outputTokens: this.outputTokens } : {}),
+      ...(this.signals?.take() ?? {}),
+    }
+    const pending = { series, histograms, metrics: this.metrics }
+    this.metrics = undefined
+    this.ok = this.error = this.shed = this.outputTokens = 0
+    this.errorClasses = undefined
+    this.active = false
+    return pending
+  }
 }
 
 /** Series idle for this many drains in a row are dropped from memory. */
 const IDLE_DRAINS_BEFORE_EVICTION = 3
 
+/**
+ * One interval being drained. The cut only records where it ends (the generation, and how many series there were);
+ * the drain then takes the series one by one, in order, and encodes what it took.
+ */
+interface Cut {
+  readonly gen: number
+  /** The recorder's series array at the cut; series made later are past `end`. */
+  readonly states: SeriesState[]
+  readonly end: number
+  /** The next series to take. */
+  next: number
+  /** Taken and not yet encoded, from `encoded` on. */
+  readonly pending: (PendingSeries | undefined)[]
+  encoded: number
+  evicted: boolean
+  readonly interval: DrainedInterval
+}
+
 type Level<T> = Map<string, T>
+/** A replica's series: the state itself when the replica has one node (the usual case), else by node. */
+type ByNode = SeriesState | Map<string, SeriesState>
 
 class RecorderImpl implements Recorder {
   // service → model → version → replica → node → state: lookups hash each label string (V8 caches a
   // string's hash) instead of building and hashing one concatenated key per call.
-  #tree: Level<Level<Level<Level<Level<SeriesState>>>>> = new Map()
+  #tree: Level<Level<Level<Level<ByNode>>>> = new Map()
   #states: SeriesState[] = []
   // Consecutive calls are often for the same series: a one-entry cache, checked field by field.
   #last: SeriesState | undefined
   #dropped = new Map<string, number>()
   recordedRequests = 0
   readonly #limits: RecorderLimits
+  readonly #pool = new TablePool()
+  readonly #scratch = new EncodeScratch()
+  /** The interval recorded into now; a cut starts the next one. */
+  #gen = 0
+  /** The cut whose series are not all taken yet (at most one: a cut first finishes the one before). */
+  #draining: Cut | undefined
   /** Ordinary (not overflow) series held, in all and per service. */
   #ordinary = 0
   #perService = new Map<string, number>()
@@ -253,7 +377,7 @@ class RecorderImpl implements Recorder {
 
   stats(): RecorderStats {
     return {
-      series: this.#states.length,
+      series: this.#ordinary + this.#overflowCount,
       overflowSeries: this.#overflowCount,
       overflowLabelSets: this.#overflowLabelSets + this.#overflowKeys.size,
       overflowObservations: this.#overflowObservations,
@@ -328,12 +452,10 @@ class RecorderImpl implements Recorder {
   }
 
   #find(labels: SeriesLabels): SeriesState | undefined {
-    return this.#tree
-      .get(labels.service)
-      ?.get(labels.model)
-      ?.get(labels.version)
-      ?.get(labels.replica)
-      ?.get(labels.node)
+    const r = this.#tree.get(labels.service)?.get(labels.model)?.get(labels.version)?.get(labels.replica)
+    if (r === undefined) return undefined
+    if (r instanceof SeriesState) return r.labels.node === labels.node ? r : undefined
+    return r.get(labels.node)
   }
 
   #create(labels: SeriesLabels, overflow: boolean): SeriesState {
@@ -346,15 +468,52 @@ class RecorderImpl implements Recorder {
         replica: labels.replica,
         node: labels.node,
       },
+      this.#gen,
       overflow,
     )
-    const l4 = getOrCreate(
-      getOrCreate(getOrCreate(getOrCreate(this.#tree, labels.service), labels.model), labels.version),
-      labels.replica,
+    const byReplica = getOrCreate(
+      getOrCreate(getOrCreate(this.#tree, labels.service), labels.model),
+      labels.version,
     )
-    l4.set(labels.node, s)
+    const r = byReplica.get(labels.replica)
+    if (r === undefined) byReplica.set(labels.replica, s)
+    else if (r instanceof SeriesState)
+      byReplica.set(
+        labels.replica,
+        new Map([
+          [r.labels.node, r],
+          [labels.node, s],
+        ]),
+      )
+    else r.set(labels.node, s)
     this.#states.push(s)
     return s
+  }
+
+  /** Forgets an idle series: out of the tree and the counts (handles holding it re-resolve). */
+  #forget(s: SeriesState): void {
+    s.live = false
+    const l = s.labels
+    const byModel = this.#tree.get(l.service)!
+    const byVersion = byModel.get(l.model)!
+    const byReplica = byVersion.get(l.version)!
+    const r = byReplica.get(l.replica)!
+    if (r instanceof SeriesState) byReplica.delete(l.replica)
+    else {
+      r.delete(l.node)
+      if (r.size === 1) byReplica.set(l.replica, r.values().next().value!)
+    }
+    if (byReplica.size === 0) byVersion.delete(l.version)
+    if (byVersion.size === 0) byModel.delete(l.model)
+    if (byModel.size === 0) this.#tree.delete(l.service)
+    if (s.overflow) this.#overflowCount--
+    else {
+      this.#ordinary--
+      const n = this.#perService.get(l.service)! - 1
+      if (n === 0) this.#perService.delete(l.service)
+      else this.#perService.set(l.service, n)
+    }
+    if (this.#last === s) this.#last = undefined
   }
 
   /** Label values as the report schema takes them: well-formed Unicode, no NUL, at most 256 characters. */
@@ -381,16 +540,26 @@ class RecorderImpl implements Recorder {
     return out
   }
 
+  /**
+   * Called before recording into `s`: a series still holding the interval of a cut that has not reached it yet
+   * hands that interval over (to `handed`, where the drain takes it) and starts the current one empty.
+   */
+  #handOver(s: SeriesState): void {
+    s.handed = s.detach()
+    s.gen = this.#gen
+  }
+
   #record(s: SeriesState, metricIndex: number, durationUs: DurationUs): void {
     // toRecordableUs, inlined: negative and NaN are refused, the rest clamped to 30 days.
     if (!(durationUs >= 0)) {
       this.drop('negative_duration')
       return
     }
+    if (s.gen !== this.#gen) this.#handOver(s)
     const v = durationUs > HISTOGRAM_HIGHEST_US ? HISTOGRAM_HIGHEST_US : durationUs
-    let m = s.metrics[metricIndex]
-    if (m === undefined) m = s.metrics[metricIndex] = new MetricCounts()
-    m.add(v)
+    const metrics = (s.metrics ??= new Array<MetricCounts | undefined>(METRICS.length))
+    const m = (metrics[metricIndex] ??= new MetricCounts(this.#pool))
+    m.add(v, this.#pool)
     s.active = true
     if (s.overflow) this.#overflowObservations++
   }
@@ -423,6 +592,7 @@ class RecorderImpl implements Recorder {
 
   recordRequest(sample: RequestSample): void {
     const s = this.#lookup(sample.labels)
+    if (s.gen !== this.#gen) this.#handOver(s)
     const phases = sample.phasesUs as Readonly<Record<string, DurationUs | undefined>>
     for (const phase in phases) {
       const us = phases[phase]
@@ -439,7 +609,10 @@ class RecorderImpl implements Recorder {
     s[sample.status]++
     if (sample.status !== 'ok' && sample.errorClass) {
       const c = cleanText(sample.errorClass, 128)
-      if (c !== '') s.errorClasses.set(c, (s.errorClasses.get(c) ?? 0) + 1)
+      if (c !== '') {
+        const classes = (s.errorClasses ??= new Map())
+        classes.set(c, (classes.get(c) ?? 0) + 1)
+      }
     }
     if (sample.outputTokens !== undefined) {
       // One request's token count is bounded (a 1e300 would make the whole report unacceptable).
@@ -453,6 +626,7 @@ class RecorderImpl implements Recorder {
 
   recordSignals(labels: SeriesLabels, observation: SignalObservation): void {
     const s = this.#lookup(labels)
+    if (s.gen !== this.#gen) this.#handOver(s)
     ;(s.signals ??= new SignalFold()).add(observation, (reason) => this.drop(reason))
     const r = observation.requests
     if (r !== undefined) {
@@ -472,7 +646,7 @@ class RecorderImpl implements Recorder {
 
   drain(): DrainedInterval {
     const cut = this.#cut()
-    for (let i = 0; i < cut.pending.length; i++) encodeSeries(cut.pending[i]!)
+    while (this.#step(cut));
     return cut.interval
   }
 
@@ -480,10 +654,10 @@ class RecorderImpl implements Recorder {
     const sliceMs = opts.sliceMs ?? 8
     const cut = this.#cut()
     let t0 = performance.now()
-    for (let i = 0; i < cut.pending.length; i++) {
-      encodeSeries(cut.pending[i]!)
-      // Checked every 16 series: a series encodes in tens of microseconds.
-      if ((i & 15) === 15 && performance.now() - t0 >= sliceMs) {
+    // The clock is read after every step: a step takes one series (idle: a few ns) or encodes one (tens of µs,
+    // more before the code is optimized), so a slice ends within one series of `sliceMs`.
+    while (this.#step(cut)) {
+      if (performance.now() - t0 >= sliceMs) {
         await new Promise<void>((resolve) => setImmediate(resolve))
         t0 = performance.now()
       }
@@ -492,62 +666,82 @@ class RecorderImpl implements Recorder {
   }
 
   /**
-   * Ends the interval: every active series hands over its counts (the arrays move, nothing is encoded yet)
-   * and starts the next interval empty. The histograms of the returned series are filled by
-   * {@link encodeSeries} on each pending entry.
+   * Ends the interval in O(1): the generation moves on, so the next record into a series first hands its counts
+   * over (see {@link #handOver}), and the drain takes each series of the cut in turn with {@link #step}. A cut
+   * while an earlier one is still taking series first finishes those takes (the moves only; that drain still
+   * encodes them), so no series ever holds more than one interval besides the current one.
    */
-  #cut(): { interval: DrainedInterval; pending: PendingSeries[] } {
+  #cut(): Cut {
+    if (this.#draining !== undefined) {
+      const earlier = this.#draining
+      while (earlier.next < earlier.end) this.#take(earlier)
+    }
     const dropped = Object.fromEntries([...this.#dropped].slice(0, 64))
     this.#dropped = new Map()
     this.#overflowLabelSets += this.#overflowKeys.size
     this.#overflowKeys = new Set()
-    const series: ReportSeries[] = []
-    const pending: PendingSeries[] = []
-    let evicted = false
-    for (const s of this.#states) {
-      if (!s.active) {
-        if (++s.idleDrains >= IDLE_DRAINS_BEFORE_EVICTION) {
-          s.live = false
-          evicted = true
-        }
-        continue
-      }
-      const histograms: Partial<Record<Metric, string>> = {}
-      series.push({
-        labels: s.labels,
-        histograms,
-        requests: { ok: s.ok, error: s.error, shed: s.shed },
-        ...(s.errorClasses.size > 0 ? { errorClasses: cappedClasses(s.errorClasses) } : {}),
-        ...(s.outputTokens > 0 ? { outputTokens: s.outputTokens } : {}),
-        ...(s.signals?.take() ?? {}),
-      })
-      pending.push({ histograms, metrics: s.metrics })
-      s.metrics = new Array<MetricCounts | undefined>(METRICS.length)
-      s.ok = s.error = s.shed = s.outputTokens = 0
-      s.errorClasses = new Map()
-      s.active = false
-      s.idleDrains = 0
+    const cut: Cut = {
+      gen: this.#gen,
+      states: this.#states,
+      end: this.#states.length,
+      next: 0,
+      pending: [],
+      encoded: 0,
+      evicted: false,
+      interval: { series: [], dropped },
     }
-    if (evicted) this.#evict()
-    return { interval: { series, dropped }, pending }
+    this.#gen++
+    this.#draining = cut.end > 0 ? cut : undefined
+    return cut
   }
 
-  #evict(): void {
-    this.#states = this.#states.filter((s) => s.live)
-    this.#tree = new Map()
-    this.#last = undefined
-    this.#ordinary = 0
-    this.#overflowCount = 0
-    this.#perService = new Map()
-    for (const s of this.#states) {
-      if (s.overflow) this.#overflowCount++
-      else {
-        this.#ordinary++
-        this.#perService.set(s.labels.service, (this.#perService.get(s.labels.service) ?? 0) + 1)
-      }
-      const l = s.labels
-      const byReplica = getOrCreate(getOrCreate(getOrCreate(this.#tree, l.service), l.model), l.version)
-      getOrCreate(byReplica, l.replica).set(l.node, s)
+  /** One step of a drain: encodes the next taken series, else takes the next one; false when all is done. */
+  #step(cut: Cut): boolean {
+    if (cut.encoded < cut.pending.length) {
+      const p = cut.pending[cut.encoded]!
+      cut.pending[cut.encoded++] = undefined
+      this.#encode(p)
+      return true
+    }
+    if (cut.next < cut.end) {
+      this.#take(cut)
+      return true
+    }
+    return false
+  }
+
+  /** Takes the cut's interval from its next series: from the series itself, or from what it handed over. */
+  #take(cut: Cut): void {
+    const s = cut.states[cut.next++]!
+    let p: PendingSeries | undefined
+    if (s.gen === cut.gen) {
+      p = s.detach()
+      s.gen = cut.gen + 1
+    } else {
+      p = s.handed
+      s.handed = undefined
+    }
+    if (p !== undefined) {
+      s.idleDrains = 0
+      cut.interval.series.push(p.series)
+      cut.pending.push(p)
+    } else if (++s.idleDrains >= IDLE_DRAINS_BEFORE_EVICTION && !s.active) {
+      // Idle for the cut's interval and not recorded into since: forgotten.
+      this.#forget(s)
+      cut.evicted = true
+    }
+    if (cut.next === cut.end) {
+      if (cut.evicted) this.#states = this.#states.filter((x) => x.live)
+      if (this.#draining === cut) this.#draining = undefined
+    }
+  }
+
+  #encode(p: PendingSeries): void {
+    const metrics = p.metrics
+    if (metrics === undefined) return
+    for (let i = 0; i < metrics.length; i++) {
+      const m = metrics[i]
+      if (m !== undefined && m.total > 0) p.histograms[METRICS[i]!] = m.encode(this.#pool, this.#scratch)
     }
   }
 }

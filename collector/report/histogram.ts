@@ -274,13 +274,22 @@ export function toRecordableUs(us: number): number | undefined {
 /** The prefix of tailguard's sparse encoding (version 1: ticks of 1/1024 µs, 1024 sub-buckets). */
 export const SPARSE_PREFIX = 'tgh1.'
 
-function putVarint(out: number[], v: number): void {
+/** Writes `v` (a non-negative integer below 2^53: at most 8 bytes) as a varint at `at`; returns the end. */
+function putVarint(out: Uint8Array, at: number, v: number): number {
   while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80)
+    out[at++] = (v % 0x80) | 0x80
     v = Math.floor(v / 0x80)
   }
-  out.push(v)
+  out[at++] = v
+  return at
 }
+
+/**
+ * Where {@link encodeBuckets} writes its varints when they fit (encoding is synchronous, so one buffer serves
+ * every call): an agent's drain encodes tens of thousands of histograms, and a growing array each was most
+ * of the garbage it made.
+ */
+const VARINT_SCRATCH = new Uint8Array(16 * 1024)
 
 /**
  * Encodes a histogram: `tgh1.` then base64 of varints: the number of non-empty buckets, then per bucket
@@ -306,15 +315,16 @@ export function encodeHistogram(h: Histogram): string {
  * @example encodeBuckets(2, [2048, 2050], [3, 1]) // 'tgh1.…'
  */
 export function encodeBuckets(n: number, indexes: ArrayLike<number>, counts: ArrayLike<number>): string {
-  const out: number[] = []
-  putVarint(out, n)
+  const most = 8 * (1 + 2 * n)
+  const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
+  let at = putVarint(out, 0, n)
   let prev = -1
   for (let k = 0; k < n; k++) {
-    putVarint(out, indexes[k]! - prev - 1)
-    putVarint(out, counts[k]!)
+    at = putVarint(out, at, indexes[k]! - prev - 1)
+    at = putVarint(out, at, counts[k]!)
     prev = indexes[k]!
   }
-  return SPARSE_PREFIX + Buffer.from(out).toString('base64')
+  return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
 }
 
 /** What {@link inspectHistogram} finds in an encoded histogram without building one. */

@@ -150,4 +150,156 @@ describe('recorder', () => {
     expect(next.series.map((s) => s.labels.replica)).toEqual(['late'])
     expect(decodeHistogram(next.series[0]!.histograms.queue!).totalCount).toBe(ticks)
   })
+
+  it('keeps a replica on two nodes as two series, and forgets one of them alone', () => {
+    const rec = createRecorder()
+    const a = { ...labels, node: 'n1' }
+    const b = { ...labels, node: 'n2' }
+    const c = { ...labels, node: 'n3' }
+    for (const l of [a, b, c]) rec.recordLatency(l, 'queue', 10)
+    expect(rec.drain().series.map((s) => s.labels.node)).toEqual(['n1', 'n2', 'n3'])
+    for (let i = 0; i < 3; i++) {
+      rec.recordLatency(b, 'queue', 20)
+      rec.drain()
+    }
+    // n1 and n3 idle for 3 drains: forgotten; n2 is still the same series.
+    expect(rec.stats().series).toBe(1)
+    rec.recordLatency(b, 'queue', 30)
+    rec.recordLatency(a, 'queue', 40)
+    const { series } = rec.drain()
+    expect(series.map((s) => s.labels.node)).toEqual(['n2', 'n1'])
+    expect(series.map((s) => decodeHistogram(s.histograms.queue!).totalCount)).toEqual([1, 1])
+    expect(rec.stats().series).toBe(2)
+  })
+
+  describe('the hand-over at the interval cut', () => {
+    type Rec = ReturnType<typeof createRecorder>
+    const SERIES = 2_000
+    const at = (r: number) => ({ ...labels, replica: `r${r}`, node: `n${r % 7}` })
+    /** One request into series `r`: two phases, an error every fifth, with a class. */
+    const request = (rec: Rec, r: number, rand: () => number) =>
+      rec.recordRequest({
+        labels: at(r),
+        status: r % 5 === 0 ? 'error' : 'ok',
+        ...(r % 5 === 0 ? { errorClass: 'timeout' } : {}),
+        phasesUs: { queue: latencySampleUs(rand, 800), total: latencySampleUs(rand, 5_000) },
+        outputTokens: 3,
+      })
+    const fill = (rec: Rec, rand: () => number) => {
+      for (let r = 0; r < SERIES; r++) for (let i = 0; i < 10; i++) request(rec, r, rand)
+    }
+    const big = () => createRecorder({ maxSeries: 10_000, maxSeriesPerService: 10_000 })
+    /** A drained interval keyed by replica, so two recorders that made their series in another order compare. */
+    const byReplica = <S extends { labels: { replica: string } }>(series: readonly S[]) =>
+      Object.fromEntries(series.map((s) => [s.labels.replica, s]))
+
+    it('puts every sample recorded during a sliced drain in the next interval, none lost or doubled', async () => {
+      const whole = big()
+      const sliced = big()
+      const late = big() // what is recorded while the drain runs, alone
+      fill(whole, prng(3))
+      fill(sliced, prng(3))
+      const rand = prng(11)
+      let ticks = 0
+      let r = 0
+      const ticker = setInterval(() => {
+        ticks++
+        // Into series the drain has taken already and into ones it has not reached yet, one request each, and
+        // into a series made during the drain.
+        for (let i = 0; i < 50; i++, r = (r + 37) % SERIES) {
+          const seed = (r * 7919 + ticks) >>> 0
+          request(sliced, r, prng(seed))
+          request(late, r, prng(seed))
+        }
+        const v = latencySampleUs(rand, 2_000)
+        sliced.recordLatency({ ...labels, replica: 'new' }, 'kernel', v)
+        late.recordLatency({ ...labels, replica: 'new' }, 'kernel', v)
+      }, 0)
+      const got = await sliced.drainSliced({ sliceMs: 1 })
+      clearInterval(ticker)
+      expect(ticks).toBeGreaterThan(1)
+      // The cut's interval is exactly what was recorded before it, byte for byte and in the same order.
+      expect(got).toEqual(whole.drain())
+      // The next one is exactly what was recorded during the drain.
+      const next = sliced.drain()
+      const want = late.drain()
+      expect(next.series).toHaveLength(want.series.length)
+      expect(byReplica(next.series)).toEqual(byReplica(want.series))
+      expect(sliced.drain()).toEqual({ series: [], dropped: {} })
+    })
+
+    it('finishes an earlier drain’s hand-over when the next cut comes before it ends', async () => {
+      const whole = big()
+      const rec = big()
+      fill(whole, prng(5))
+      fill(rec, prng(5))
+      const first = rec.drainSliced({ sliceMs: 0 })
+      // The first slice took a series or two; the rest have not been reached.
+      request(rec, 0, prng(1))
+      request(rec, SERIES - 1, prng(2))
+      const second = rec.drain()
+      request(rec, SERIES - 1, prng(3))
+      expect(await first).toEqual(whole.drain())
+      expect(second.series.map((s) => s.labels.replica)).toEqual(['r0', `r${SERIES - 1}`])
+      expect(second.series.map((s) => s.requests)).toEqual([
+        { ok: 0, error: 1, shed: 0 },
+        { ok: 1, error: 0, shed: 0 },
+      ])
+      expect(second.series[0]!.errorClasses).toEqual({ timeout: 1 })
+      const third = rec.drain()
+      expect(third.series.map((s) => s.labels.replica)).toEqual([`r${SERIES - 1}`])
+      expect(decodeHistogram(third.series[0]!.histograms.total!).totalCount).toBe(1)
+      expect(rec.drain().series).toEqual([])
+    })
+
+    it('keeps an idle series recorded into during the drain that would have evicted it', async () => {
+      const rec = createRecorder()
+      const h = rec.series(labels)
+      h.record('kernel', 100)
+      rec.recordLatency({ ...labels, replica: 'other' }, 'kernel', 1)
+      expect(rec.drain().series).toHaveLength(2)
+      rec.recordLatency({ ...labels, replica: 'other' }, 'kernel', 1)
+      rec.drain()
+      rec.recordLatency({ ...labels, replica: 'other' }, 'kernel', 1)
+      rec.drain() // `labels` idle for 2 drains: the next would evict it
+      rec.recordLatency({ ...labels, replica: 'other' }, 'kernel', 1)
+      const draining = rec.drainSliced({ sliceMs: 0 })
+      h.record('kernel', 200)
+      expect((await draining).series.map((s) => s.labels.replica)).toEqual(['other'])
+      expect(rec.stats().series).toBe(2)
+      h.record('kernel', 300)
+      const { series } = rec.drain()
+      expect(series.map((s) => s.labels.replica)).toEqual(['r0'])
+      expect(decodeHistogram(series[0]!.histograms.kernel!).totalCount).toBe(2)
+      // Idle 3 drains: forgotten, the handle re-resolves and nothing recorded is lost.
+      for (let i = 0; i < 3; i++) rec.drain()
+      expect(rec.stats().series).toBe(0)
+      h.record('kernel', 400)
+      expect(rec.stats().series).toBe(1)
+      expect(decodeHistogram(rec.drain().series[0]!.histograms.kernel!).totalCount).toBe(1)
+    })
+
+    it('encodes every interval exactly, with count tables reused from earlier ones', () => {
+      const rand = prng(99)
+      const rec = createRecorder()
+      for (let interval = 0; interval < 4; interval++) {
+        const direct = Array.from({ length: 30 }, () => newHistogram())
+        for (let r = 0; r < 30; r++) {
+          // From a few buckets to a few thousand: tables of many sizes grow, retire and are reused.
+          const n = Math.floor(rand() * rand() * 5_000)
+          for (let i = 0; i < n; i++) {
+            const v = latencySampleUs(rand, 100 * (1 + r))
+            rec.recordLatency({ ...labels, replica: `r${r}` }, 'decode', v)
+            direct[r]!.recordValue(v)
+          }
+        }
+        const got = byReplica(rec.drain().series)
+        direct.forEach((h, r) => {
+          const s = got[`r${r}`]
+          if (h.totalCount === 0) expect(s).toBeUndefined()
+          else expect(s!.histograms.decode, `interval ${interval}, r${r}`).toBe(encodeHistogram(h))
+        })
+      }
+    })
+  })
 })

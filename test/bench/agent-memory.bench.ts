@@ -32,12 +32,13 @@ const bench: Bench = {
         drainMs: number
         drainTotalMs: number
         syncDrainMs: number
+        floorMs: number
         oldBytes: number
         reportBytes: number
       }
       const cells = n * PHASES.length
       log(
-        `${n} series: ${(r.bytes / cells).toFixed(0)} B per (series, phase), drain block ${r.drainMs.toFixed(1)} ms (sync drain ${r.syncDrainMs.toFixed(1)} ms)`,
+        `${n} series: ${(r.bytes / cells).toFixed(0)} B per (series, phase), drain block ${r.drainMs.toFixed(1)} ms (busy 8 ms slices: ${r.floorMs.toFixed(1)} ms; sync drain ${r.syncDrainMs.toFixed(1)} ms)`,
       )
       rows.push([
         n,
@@ -46,6 +47,7 @@ const bench: Bench = {
         r.oldBytes / cells,
         r.oldBytes / r.bytes,
         r.drainMs,
+        r.floorMs,
         r.drainTotalMs,
         r.syncDrainMs,
         r.syncDrainMs / r.drainMs,
@@ -62,6 +64,7 @@ const bench: Bench = {
         'pre-#12 layout bytes',
         'ratio (old ÷ new)',
         'drain block ms',
+        'busy 8 ms slices block ms',
         'sliced drain total ms',
         'sync drain() block ms',
         'ratio (sync ÷ sliced block)',
@@ -72,6 +75,7 @@ const bench: Bench = {
       notes: [
         'bytes: heap + array buffers after a full GC, with the interval recorded, minus the same before the recorders were made (10 series: 100 recorders of 10, averaged).',
         'drain block: the longest time the event loop was blocked during drainSliced() (what the agent runs), seen by a setImmediate ticker; sliced drain total: start to end of it.',
+        'busy 8 ms slices block: the same ticker while the process only spins in 8 ms slices for as long as the drain took (at least 200 ms): the floor this machine sets on the drain block at the time of the run.',
         'sync drain() block: the same interval drained by one synchronous drain() in a second recorder with the same samples (the pre-slicing path), as the baseline.',
       ],
     }
@@ -116,24 +120,40 @@ async function child(n: number): Promise<void> {
   const rec = recs[0]!
 
   // The agent's drain: sliced, with a ticker measuring the longest stretch the event loop was blocked.
-  let last = performance.now()
-  let maxGap = 0
-  let running = true
-  const tick = () => {
-    const t = performance.now()
-    maxGap = Math.max(maxGap, t - last)
-    last = t
-    if (running) setImmediate(tick)
+  const blockOf = async (work: () => Promise<unknown>): Promise<number> => {
+    let last = performance.now()
+    let maxGap = 0
+    let running = true
+    const tick = () => {
+      const t = performance.now()
+      maxGap = Math.max(maxGap, t - last)
+      last = t
+      if (running) setImmediate(tick)
+    }
+    setImmediate(tick)
+    last = performance.now()
+    await work()
+    running = false
+    await new Promise((r) => setImmediate(r))
+    return maxGap
   }
-  setImmediate(tick)
+  let drained: Awaited<ReturnType<typeof rec.drainSliced>> | undefined
   const t0 = performance.now()
-  last = t0
-  const drained = await rec.drainSliced()
+  const drainMs = await blockOf(async () => {
+    drained = await rec.drainSliced()
+  })
   const drainTotalMs = performance.now() - t0
-  running = false
-  await new Promise((r) => setImmediate(r))
-  const drainMs = maxGap
-  const reportBytes = JSON.stringify(drained.series).length
+  const reportBytes = JSON.stringify(drained!.series).length
+
+  // Baseline: the floor the machine sets on that block now: nothing but 8 ms slices of spinning, as long.
+  const floorMs = await blockOf(async () => {
+    const end = performance.now() + Math.max(200, drainTotalMs)
+    while (performance.now() < end) {
+      const s = performance.now()
+      while (performance.now() - s < 8);
+      await new Promise((r) => setImmediate(r))
+    }
+  })
 
   // Baseline: one synchronous drain() of the same samples (a second recorder).
   const other = recs[1] ?? filled()
@@ -171,9 +191,10 @@ async function child(n: number): Promise<void> {
       drainMs,
       drainTotalMs,
       syncDrainMs,
+      floorMs,
       oldBytes,
       reportBytes,
-      kept: old.length + drained.series.length + recs.length,
+      kept: old.length + drained!.series.length + recs.length,
     }),
   )
 }
