@@ -37,6 +37,11 @@ interface EffectJson {
   replicasReady: number
 }
 
+/** An admission cap in words: the policy writes "no limit" as the largest safe integer. @example cap(Number.MAX_SAFE_INTEGER) // '∞' */
+function cap(n: number): string {
+  return n >= Number.MAX_SAFE_INTEGER ? '∞' : String(n)
+}
+
 /**
  * What changed between two setpoints, in words.
  *
@@ -53,7 +58,7 @@ export function describeChange(a: SetpointsJson | null, b: SetpointsJson | null)
     const y = a.admission[i]
     if (!y || y.maxQueue !== x.maxQueue || y.maxConcurrency !== x.maxConcurrency)
       parts.push(
-        `class ${i} queue/concurrency ${y ? `${y.maxQueue}/${y.maxConcurrency}` : '-'}→${x.maxQueue}/${x.maxConcurrency}`,
+        `class ${i} queue/concurrency ${y ? `${cap(y.maxQueue)}/${cap(y.maxConcurrency)}` : '-'}→${cap(x.maxQueue)}/${cap(x.maxConcurrency)}`,
       )
   })
   return parts.length > 0 ? parts.join(', ') : 'no change'

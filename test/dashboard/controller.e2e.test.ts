@@ -20,6 +20,7 @@ import type {
   DecisionsResponse,
 } from '../../dashboard/src/lib/controller.js'
 import { formatMs, formatPercent } from '../../dashboard/src/lib/format.js'
+import { formatCap } from '../../dashboard/src/lib/controller.js'
 import { lastValue, shedPanel, SIGNAL_PANELS, signalRows } from '../../dashboard/src/lib/signals.js'
 import type { RequestsResponse, SignalSeriesResponse } from '../../dashboard/src/lib/signals.js'
 import {
@@ -388,8 +389,8 @@ describe.skipIf(!RUN)('controller and signal pages (headless Chromium)', () => {
     expect(admission).toEqual(
       sp.admission.map((a, i) => [
         String(i),
-        String(a.maxQueue),
-        String(a.maxConcurrency),
+        formatCap(a.maxQueue),
+        formatCap(a.maxConcurrency),
         a.queueTimeoutMs !== undefined ? formatMs(a.queueTimeoutMs) : '–',
       ]),
     )

@@ -76,6 +76,15 @@ describe('controller transforms', () => {
     expect(describeAction({ kind: 'admission', priorityClass: 0, maxQueue: 8, maxConcurrency: 4 })).toBe(
       'admission class 0: queue 8, concurrency 4',
     )
+    // No limit, as the policy writes it (the largest safe integer), reads as ∞.
+    expect(
+      describeAction({
+        kind: 'admission',
+        priorityClass: 0,
+        maxQueue: Number.MAX_SAFE_INTEGER,
+        maxConcurrency: 102,
+      }),
+    ).toBe('admission class 0: queue ∞, concurrency 102')
   })
 
   it('steps the desired replicas through the decisions, skipping failures and holding the last', () => {

@@ -101,6 +101,16 @@ export interface DecisionsResponse {
 }
 
 /**
+ * An admission cap for people: the policy writes "no limit" as the largest safe integer, shown as ∞.
+ *
+ * @example formatCap(Number.MAX_SAFE_INTEGER) // '∞'
+ */
+export function formatCap(n: number | undefined): string {
+  if (n === undefined) return '?'
+  return n >= Number.MAX_SAFE_INTEGER ? '∞' : String(n)
+}
+
+/**
  * One action in words: `scale to 4 replicas`, `batching 12 ms × 16`, `admission class 0: queue 64, concurrency 32`.
  *
  * @example describeAction({ kind: 'scale', desiredReplicas: 4 }) // 'scale to 4 replicas'
@@ -109,7 +119,7 @@ export function describeAction(a: ControllerAction): string {
   if (a.kind === 'scale') return `scale to ${a.desiredReplicas ?? '?'} replicas`
   if (a.kind === 'batching') return `batching window ${a.windowMs ?? '?'} ms, max batch ${a.maxBatch ?? '?'}`
   if (a.kind === 'admission')
-    return `admission class ${a.priorityClass ?? '?'}: queue ${a.maxQueue ?? '?'}, concurrency ${a.maxConcurrency ?? '?'}${
+    return `admission class ${a.priorityClass ?? '?'}: queue ${formatCap(a.maxQueue)}, concurrency ${formatCap(a.maxConcurrency)}${
       a.queueTimeoutMs !== undefined ? `, timeout ${a.queueTimeoutMs} ms` : ''
     }`
   return a.kind

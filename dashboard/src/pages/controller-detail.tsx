@@ -11,7 +11,7 @@ import { useServices } from '../hooks/use-services.js'
 import { useSlos } from '../hooks/use-slos.js'
 import { useTimeseries } from '../hooks/use-timeseries.js'
 import type { TimeseriesResponse } from '../lib/api-types.js'
-import { describeAction, latencySlo, replicaSteps, targetSelector } from '../lib/controller.js'
+import { describeAction, formatCap, latencySlo, replicaSteps, targetSelector } from '../lib/controller.js'
 import type {
   Controller,
   ControllersResponse,
@@ -205,8 +205,8 @@ function SetpointsPanel({ setpoints }: { setpoints: Setpoints | null }) {
                 {setpoints.admission.map((a, i) => (
                   <tr key={i} data-class={i}>
                     <td>{i}</td>
-                    <td className="num">{a.maxQueue}</td>
-                    <td className="num">{a.maxConcurrency}</td>
+                    <td className="num">{formatCap(a.maxQueue)}</td>
+                    <td className="num">{formatCap(a.maxConcurrency)}</td>
                     <td className="num">
                       {a.queueTimeoutMs !== undefined ? formatMs(a.queueTimeoutMs) : '–'}
                     </td>
