@@ -53,6 +53,14 @@ export interface TailguardState {
   readonly lastRelaxMs: number
   /** Recent queue depths (for its growth rate: arrivals counted at completion lag behind a growing queue). */
   readonly queueSeen: ReadonlyArray<{ readonly atMs: number; readonly depth: number }>
+  /**
+   * Rates before this time stay out of the trend (null before the first step): the long window fills during the
+   * first minute of a run, and a burst ramps it for a minute after; both look like a trend and are not one.
+   */
+  readonly trendFromMs: number | null
+  /** When the burst under way began (null: none), and when recent surges (bursts reaching 2×) began. */
+  readonly burstFromMs: number | null
+  readonly surges: readonly number[]
   /** Why the policy is holding, and since when (null when acting). */
   readonly holding: string | null
   readonly holdingSinceMs: number
@@ -60,6 +68,16 @@ export interface TailguardState {
 
 /** Batching changes at most this often, ms. */
 const BATCHING_EVERY_MS = 5000
+/** The long (60 s) window: how long a burst, or the start of a run, distorts it. */
+const LONG_WINDOW_MS = 60_000
+/** A burst of at least this factor over the long window is a surge. */
+const SURGE_FACTOR = 2
+/**
+ * How long recurring surges are remembered: with two surges in this time, the fleet keeps the capacity the
+ * highest one needed this long (a surge shorter than a cold start is over before the replicas ordered for it are
+ * ready; when surges recur, keeping those replicas for the next one is what pays).
+ */
+const SURGE_MEMORY_MS = 600_000
 
 /**
  * The tailguard policy. Replicas: learns per-replica capacity online (S(B) fits, LLM decode throughput against
@@ -105,6 +123,9 @@ function initState(initial: Setpoints): TailguardState {
     servedCeiling: null,
     queueSeen: [],
     lastRelaxMs: -Infinity,
+    trendFromMs: null,
+    burstFromMs: null,
+    surges: [],
     holding: null,
     holdingSinceMs: 0,
   }
@@ -163,8 +184,13 @@ function step(
     ...state.rates.filter((r) => now - r.atMs < TREND_WINDOW_MS),
     { atMs: now, rps: longRate(obs) },
   ]
+  const trendFromMs = state.trendFromMs ?? now + LONG_WINDOW_MS
   const forecast: ArrivalForecast = o.features.forecast
-    ? forecastArrivals(obs.arrivalRps, rates, o.coldStartMs)
+    ? forecastArrivals(
+        obs.arrivalRps,
+        rates.filter((r) => r.atMs >= trendFromMs),
+        o.coldStartMs,
+      )
     : {
         rps: shortRate(obs),
         shortRps: shortRate(obs),
@@ -188,8 +214,16 @@ function step(
     now - oldest.atMs >= 3000
       ? Math.max(0, (obs.queueDepth - oldest.depth) / ((now - oldest.atMs) / 1000))
       : 0
+  const bursting = forecast.burst > 1
+  const burstFromMs = bursting ? (state.burstFromMs ?? now) : null
+  const surges = state.surges.filter((t) => now - t < SURGE_MEMORY_MS)
+  if (burstFromMs !== null && forecast.burst >= SURGE_FACTOR && !(surges.at(-1)! >= burstFromMs))
+    surges.push(burstFromMs)
   const base: TailguardState = {
     ...state,
+    trendFromMs: bursting ? now + LONG_WINDOW_MS : trendFromMs,
+    burstFromMs,
+    surges,
     llm: kind,
     learned,
     burn,
@@ -239,7 +273,11 @@ function step(
     } else n1Why = ` (N+1: survives losing one, ${bare.replicas} carry the forecast)`
   }
   replicas = Math.max(minReplicas, replicas)
-  const needs = [...state.needs.filter((n) => now - n.atMs < o.scaleDownAfterMs), { atMs: now, replicas }]
+  // Recurring surges stretch the look-back to the surge memory.
+  const recurring = surges.length >= 1
+  const lookBackMs = recurring ? Math.max(o.scaleDownAfterMs, SURGE_MEMORY_MS) : o.scaleDownAfterMs
+  const kept = state.needs.filter((n) => now - n.atMs < Math.max(o.scaleDownAfterMs, SURGE_MEMORY_MS))
+  const needs = [...kept, { atMs: now, replicas }]
   let desired = state.desired
   let lastScaleMs = state.lastScaleMs
   const have = state.desired
@@ -262,7 +300,10 @@ function step(
     lastScaleMs = now
     actions.push({ kind: 'scale', desiredReplicas: desired, reason: `tailguard up: ${why}` })
   } else if (replicas < desired) {
-    const floor = Math.max(minReplicas, ...needs.map((n) => n.replicas))
+    const floor = needs.reduce(
+      (m, n) => (now - n.atMs < lookBackMs ? Math.max(m, n.replicas) : m),
+      minReplicas,
+    )
     // With less than half a look-back window of history (just started), the window cannot vouch for a cut.
     const seen = now - (needs[0]?.atMs ?? now) >= o.scaleDownAfterMs / 2
     if (seen && floor < desired && now - lastScaleMs >= o.scaleDownStepMs) {
@@ -271,7 +312,7 @@ function step(
       actions.push({
         kind: 'scale',
         desiredReplicas: desired,
-        reason: `tailguard down: ${why}; highest need in the last ${(o.scaleDownAfterMs / 1000).toFixed(0)} s ${floor}, one step at a time`,
+        reason: `tailguard down: ${why}; highest need in the last ${(lookBackMs / 1000).toFixed(0)} s ${floor}${recurring ? ` (${surges.length} surges in ${SURGE_MEMORY_MS / 60_000} min)` : ''}, one step at a time`,
       })
     }
   }

@@ -163,6 +163,58 @@ describe('tailguard: replicas', () => {
     const without = drive({ ...OPTS, features: { forecast: false } }, 2, steps).state.desired
     expect(withForecast).toBeGreaterThan(without)
   })
+  /** Two minutes at 1,000 req/s, then a step to 3,000 seen through the windows: the 60 s one ramps for a minute. */
+  function stepLoad(until: number): Array<[number, FleetObservation]> {
+    const steps = learn(1000, 2)
+    for (let t = 11; t <= until; t++) {
+      const long = t <= 120 ? 1000 : Math.min(3000, 1000 + ((t - 120) / 60) * 2000)
+      const rps = t <= 120 ? 1000 : 3000
+      steps.push([
+        t * 1000,
+        batchObs({
+          rps,
+          ready: 4,
+          batch: 2 + (t % 8) * 2,
+          extra: { arrivalRps: { 6: rps, 10: rps, 60: long } },
+        }),
+      ])
+    }
+    return steps
+  }
+  it('does not take the long window ramping after a step for a trend', () => {
+    // Through the 60 s window a step ramps for a minute: both halves of the trend history rise a while later.
+    const { log } = drive(OPTS, 4, stepLoad(300))
+    const reasons = log.flatMap((l) => scales(l.actions).map((a) => a.reason))
+    for (const r of reasons.filter((x) => / (up|down):/.test(x)))
+      expect(r).toMatch(/trend \+0\.0 req\/s\/min/)
+  })
+  it('keeps the capacity a surge needed for 10 minutes (surges shorter than a cold start recur)', () => {
+    // A 3× surge for 40 s, then 1,000 req/s again for 11 minutes.
+    const steps = learn(1000, 2)
+    for (let t = 11; t <= 800; t++) {
+      const rps = t >= 120 && t < 160 ? 3000 : 1000
+      const long = t < 120 ? 1000 : t < 160 ? 1000 + ((t - 120) / 60) * 2000 : t < 180 ? 2333 : 1000
+      steps.push([
+        t * 1000,
+        batchObs({
+          rps,
+          ready: 2,
+          batch: 2 + (t % 8) * 2,
+          extra: { arrivalRps: { 6: rps, 10: rps, 60: long } },
+        }),
+      ])
+    }
+    const { log } = drive(OPTS, 2, steps)
+    const at = (t: number) => log.find((l) => l.t === t * 1000)!.state.desired
+    const peak = at(150)
+    expect(peak).toBeGreaterThan(at(110))
+    expect(at(600)).toBe(peak)
+    const downs = log.filter(
+      (l) => l.t > 160_000 && scales(l.actions).some((a) => a.reason.includes(' down:')),
+    )
+    expect(downs[0]!.t).toBeGreaterThanOrEqual(720_000)
+    expect(at(800)).toBeLessThan(peak)
+  })
 })
 
 describe('tailguard: bad observations', () => {
