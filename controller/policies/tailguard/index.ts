@@ -58,8 +58,11 @@ export interface TailguardState {
    * first minute of a run, and a burst ramps it for a minute after; both look like a trend and are not one.
    */
   readonly trendFromMs: number | null
-  /** When the burst under way began (null: none), and when recent surges (bursts reaching 2×) began. */
-  readonly burstFromMs: number | null
+  /**
+   * The surge under way (a burst of at least 2× the long window): when it began and the long-window rate it rose
+   * from (null: none); and when the recent surges that were over within a cold start began.
+   */
+  readonly surge: { readonly fromMs: number; readonly baseRps: number } | null
   readonly surges: readonly number[]
   /** Why the policy is holding, and since when (null when acting). */
   readonly holding: string | null
@@ -70,12 +73,14 @@ export interface TailguardState {
 const BATCHING_EVERY_MS = 5000
 /** The long (60 s) window: how long a burst, or the start of a run, distorts it. */
 const LONG_WINDOW_MS = 60_000
-/** A burst of at least this factor over the long window is a surge. */
+/** A burst of at least this factor over the long window is a surge; it is over below {@link BURST_RATIO}×. */
 const SURGE_FACTOR = 2
+const BURST_RATIO = 1.5
 /**
- * How long recurring surges are remembered: with two surges in this time, the fleet keeps the capacity the
- * highest one needed this long (a surge shorter than a cold start is over before the replicas ordered for it are
- * ready; when surges recur, keeping those replicas for the next one is what pays).
+ * How long a surge that was over within a cold start is remembered: the fleet keeps the capacity the highest
+ * need of this time asked for. Replicas ordered for such a surge are ready after it is gone; where surges recur
+ * (MMPP, bursty traffic), keeping them for the next one is what pays. A surge that outlasts the cold start is a
+ * new level (a step), which the ordinary sizing follows.
  */
 const SURGE_MEMORY_MS = 600_000
 
@@ -124,7 +129,7 @@ function initState(initial: Setpoints): TailguardState {
     queueSeen: [],
     lastRelaxMs: -Infinity,
     trendFromMs: null,
-    burstFromMs: null,
+    surge: null,
     surges: [],
     holding: null,
     holdingSinceMs: 0,
@@ -215,14 +220,19 @@ function step(
       ? Math.max(0, (obs.queueDepth - oldest.depth) / ((now - oldest.atMs) / 1000))
       : 0
   const bursting = forecast.burst > 1
-  const burstFromMs = bursting ? (state.burstFromMs ?? now) : null
   const surges = state.surges.filter((t) => now - t < SURGE_MEMORY_MS)
-  if (burstFromMs !== null && forecast.burst >= SURGE_FACTOR && !(surges.at(-1)! >= burstFromMs))
-    surges.push(burstFromMs)
+  let surge = state.surge
+  if (surge === null) {
+    if (forecast.burst >= SURGE_FACTOR) surge = { fromMs: now, baseRps: forecast.longRps }
+  } else if (forecast.shortRps < BURST_RATIO * surge.baseRps) {
+    // Over: back under 1.5× the rate it rose from. Within a cold start, it is one to remember.
+    if (now - surge.fromMs <= o.coldStartMs) surges.push(surge.fromMs)
+    surge = null
+  } else if (now - surge.fromMs > o.coldStartMs) surge = null
   const base: TailguardState = {
     ...state,
     trendFromMs: bursting ? now + LONG_WINDOW_MS : trendFromMs,
-    burstFromMs,
+    surge,
     surges,
     llm: kind,
     learned,
@@ -273,7 +283,7 @@ function step(
     } else n1Why = ` (N+1: survives losing one, ${bare.replicas} carry the forecast)`
   }
   replicas = Math.max(minReplicas, replicas)
-  // Recurring surges stretch the look-back to the surge memory.
+  // A recent surge that was over within a cold start stretches the look-back to the surge memory.
   const recurring = surges.length >= 1
   const lookBackMs = recurring ? Math.max(o.scaleDownAfterMs, SURGE_MEMORY_MS) : o.scaleDownAfterMs
   const kept = state.needs.filter((n) => now - n.atMs < Math.max(o.scaleDownAfterMs, SURGE_MEMORY_MS))
