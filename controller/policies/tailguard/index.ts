@@ -316,11 +316,11 @@ function step(
     )
     // With less than half a look-back window of history (just started), the window cannot vouch for a cut.
     const seen = now - (needs[0]?.atMs ?? now) >= o.scaleDownAfterMs / 2
-    // Nor while the last seconds run above the forecast: one fewer must carry the short-window rate too (a cut
-    // sized on the 60 s window alone, as the rate turns up, is undone a minute later, after a cold start's miss).
-    const recentRps = (Math.max(forecast.rps, forecast.shortRps) + backlogRps) * (1 + headroom)
-    const carries = () =>
-      recentRps <= target || meets(o, llm, predict, recentRps)(predict(desired - 1, recentRps), desired - 1)
+    // And one fewer must carry the forecast or the 10 s rate, whichever is higher, with twice the headroom: near a
+    // replica's limit the prediction turns from fine to ∞ within a few percent of load, and a cut there (or one
+    // sized on the 60 s window as the rate turns up) is undone seconds later, at the price of a cold start.
+    const cutRps = (Math.max(forecast.rps, forecast.shortRps) + backlogRps) * (1 + 2 * headroom)
+    const carries = () => meets(o, llm, predict, cutRps)(predict(desired - 1, cutRps), desired - 1)
     if (seen && floor < desired && now - lastScaleMs >= o.scaleDownStepMs && carries()) {
       desired = desired - 1
       lastScaleMs = now
