@@ -62,7 +62,11 @@ export interface TailguardState {
    * The surge under way (a burst of at least 2× the long window): when it began and the long-window rate it rose
    * from (null: none); and when the recent surges that were over within a cold start began.
    */
-  readonly surge: { readonly fromMs: number; readonly baseRps: number } | null
+  readonly surge: {
+    readonly fromMs: number
+    readonly baseRps: number
+    readonly underFromMs: number | null
+  } | null
   readonly surges: readonly number[]
   /** Why the policy is holding, and since when (null when acting). */
   readonly holding: string | null
@@ -76,6 +80,8 @@ const LONG_WINDOW_MS = 60_000
 /** A burst of at least this factor over the long window is a surge; it is over below {@link BURST_RATIO}×. */
 const SURGE_FACTOR = 2
 const BURST_RATIO = 1.5
+/** The short (10 s) window, ms. */
+const SHORT_WINDOW_MS = 10_000
 /**
  * How long a surge that was over within a cold start is remembered: the fleet keeps the capacity the highest
  * need of this time asked for. Replicas ordered for such a surge are ready after it is gone; where surges recur
@@ -223,12 +229,18 @@ function step(
   const surges = state.surges.filter((t) => now - t < SURGE_MEMORY_MS)
   let surge = state.surge
   if (surge === null) {
-    if (forecast.burst >= SURGE_FACTOR) surge = { fromMs: now, baseRps: forecast.longRps }
+    if (forecast.burst >= SURGE_FACTOR) surge = { fromMs: now, baseRps: forecast.longRps, underFromMs: null }
   } else if (forecast.shortRps < BURST_RATIO * surge.baseRps) {
-    // Over: back under 1.5× the rate it rose from. Within a cold start, it is one to remember.
-    if (now - surge.fromMs <= o.coldStartMs) surges.push(surge.fromMs)
-    surge = null
+    // Over once the 10 s rate has stayed back under 1.5× the rate it rose from for a whole 10 s window (a lull
+    // of a few seconds at a new level is noise). Over within a cold start, it is one to remember.
+    const under = surge.underFromMs ?? now
+    if (now - under < SHORT_WINDOW_MS) surge = { ...surge, underFromMs: under }
+    else {
+      if (under - surge.fromMs <= o.coldStartMs) surges.push(surge.fromMs)
+      surge = null
+    }
   } else if (now - surge.fromMs > o.coldStartMs) surge = null
+  else if (surge.underFromMs !== null) surge = { ...surge, underFromMs: null }
   const base: TailguardState = {
     ...state,
     trendFromMs: bursting ? now + LONG_WINDOW_MS : trendFromMs,

@@ -188,6 +188,26 @@ describe('tailguard: replicas', () => {
     for (const r of reasons.filter((x) => / (up|down):/.test(x)))
       expect(r).toMatch(/trend \+0\.0 req\/s\/min/)
   })
+  it('takes a rise to a new level with a lull of a few seconds for a level, not a surge', () => {
+    // 1,000 → 2,200 req/s, with a 5 s lull at 1,400 (under 1.5× the base) 30 s in: not a whole 10 s window.
+    const steps = learn(1000, 2)
+    for (let t = 11; t <= 400; t++) {
+      const rps = t < 120 ? 1000 : t >= 150 && t < 155 ? 1400 : 2200
+      const long = t < 120 ? 1000 : Math.min(2200, 1000 + ((t - 120) / 60) * 1200)
+      steps.push([
+        t * 1000,
+        batchObs({
+          rps,
+          ready: 2,
+          batch: 2 + (t % 8) * 2,
+          extra: { arrivalRps: { 6: rps, 10: rps, 60: long } },
+        }),
+      ])
+    }
+    const { log } = drive(OPTS, 2, steps)
+    expect(log.some((l) => l.state.surge !== null)).toBe(true)
+    expect(log.at(-1)!.state.surges).toEqual([])
+  })
   it('keeps the capacity a surge needed for 10 minutes (surges shorter than a cold start recur)', () => {
     // A 3× surge for 40 s, then 1,000 req/s again for 11 minutes.
     const steps = learn(1000, 2)
