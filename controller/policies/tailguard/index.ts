@@ -80,6 +80,8 @@ const LONG_WINDOW_MS = 60_000
 /** A burst of at least this factor over the long window is a surge; it is over below {@link BURST_RATIO}×. */
 const SURGE_FACTOR = 2
 const BURST_RATIO = 1.5
+/** A cut needs one fewer replica to carry at least this much more than the higher of forecast and 10 s rate. */
+const CUT_MARGIN = 0.25
 /** The short (10 s) window, ms. */
 const SHORT_WINDOW_MS = 10_000
 /**
@@ -328,10 +330,12 @@ function step(
     )
     // With less than half a look-back window of history (just started), the window cannot vouch for a cut.
     const seen = now - (needs[0]?.atMs ?? now) >= o.scaleDownAfterMs / 2
-    // And one fewer must carry the forecast or the 10 s rate, whichever is higher, with twice the headroom: near a
-    // replica's limit the prediction turns from fine to ∞ within a few percent of load, and a cut there (or one
-    // sized on the 60 s window as the rate turns up) is undone seconds later, at the price of a cold start.
-    const cutRps = (Math.max(forecast.rps, forecast.shortRps) + backlogRps) * (1 + 2 * headroom)
+    // And one fewer must carry the forecast or the 10 s rate, whichever is higher, with twice the headroom and at
+    // least 25% more: near a replica's limit the prediction turns from fine to ∞ within a few percent of load (and
+    // of the learned tokens per request), and a cut there (or one sized on the 60 s window as the rate turns up) is
+    // undone seconds later, at the price of a cold start (seen at the Azure trace's peak: down, up 8 s later).
+    const cutRps =
+      (Math.max(forecast.rps, forecast.shortRps) + backlogRps) * (1 + Math.max(2 * headroom, CUT_MARGIN))
     const carries = () => meets(o, llm, predict, cutRps)(predict(desired - 1, cutRps), desired - 1)
     if (seen && floor < desired && now - lastScaleMs >= o.scaleDownStepMs && carries()) {
       desired = desired - 1
