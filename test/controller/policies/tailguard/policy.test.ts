@@ -163,24 +163,39 @@ describe('tailguard: replicas', () => {
     const without = drive({ ...OPTS, features: { forecast: false } }, 2, steps).state.desired
     expect(withForecast).toBeGreaterThan(without)
   })
-  /** Two minutes at 1,000 req/s, then a step to 3,000 seen through the windows: the 60 s one ramps for a minute. */
-  function stepLoad(until: number): Array<[number, FleetObservation]> {
+  /**
+   * Ten seconds of learning at 1,000 req/s, then `until` seconds whose 6 s and 10 s windows read `rps(t)` and whose
+   * 60 s window reads `long(t)`.
+   */
+  function shaped(
+    until: number,
+    ready: number,
+    rps: (t: number) => number,
+    long: (t: number) => number,
+  ): Array<[number, FleetObservation]> {
     const steps = learn(1000, 2)
     for (let t = 11; t <= until; t++) {
-      const long = t <= 120 ? 1000 : Math.min(3000, 1000 + ((t - 120) / 60) * 2000)
-      const rps = t <= 120 ? 1000 : 3000
+      const r = rps(t)
       steps.push([
         t * 1000,
         batchObs({
-          rps,
-          ready: 4,
+          rps: r,
+          ready,
           batch: 2 + (t % 8) * 2,
-          extra: { arrivalRps: { 6: rps, 10: rps, 60: long } },
+          extra: { arrivalRps: { 6: r, 10: r, 60: long(t) } },
         }),
       ])
     }
     return steps
   }
+  /** Two minutes at 1,000 req/s, then a step to 3,000 seen through the windows: the 60 s one ramps for a minute. */
+  const stepLoad = (until: number) =>
+    shaped(
+      until,
+      4,
+      (t) => (t <= 120 ? 1000 : 3000),
+      (t) => (t <= 120 ? 1000 : Math.min(3000, 1000 + ((t - 120) / 60) * 2000)),
+    )
   it('does not take the long window ramping after a step for a trend', () => {
     // Through the 60 s window a step ramps for a minute: both halves of the trend history rise a while later.
     const { log } = drive(OPTS, 4, stepLoad(300))
@@ -190,40 +205,24 @@ describe('tailguard: replicas', () => {
   })
   it('takes a rise to a new level with a lull of a few seconds for a level, not a surge', () => {
     // 1,000 → 2,200 req/s, with a 5 s lull at 1,400 (under 1.5× the base) 30 s in: not a whole 10 s window.
-    const steps = learn(1000, 2)
-    for (let t = 11; t <= 400; t++) {
-      const rps = t < 120 ? 1000 : t >= 150 && t < 155 ? 1400 : 2200
-      const long = t < 120 ? 1000 : Math.min(2200, 1000 + ((t - 120) / 60) * 1200)
-      steps.push([
-        t * 1000,
-        batchObs({
-          rps,
-          ready: 2,
-          batch: 2 + (t % 8) * 2,
-          extra: { arrivalRps: { 6: rps, 10: rps, 60: long } },
-        }),
-      ])
-    }
+    const steps = shaped(
+      400,
+      2,
+      (t) => (t < 120 ? 1000 : t >= 150 && t < 155 ? 1400 : 2200),
+      (t) => (t < 120 ? 1000 : Math.min(2200, 1000 + ((t - 120) / 60) * 1200)),
+    )
     const { log } = drive(OPTS, 2, steps)
     expect(log.some((l) => l.state.surge !== null)).toBe(true)
     expect(log.at(-1)!.state.surges).toEqual([])
   })
   it('keeps the capacity a surge needed for 10 minutes (surges shorter than a cold start recur)', () => {
     // A 3× surge for 40 s, then 1,000 req/s again for 11 minutes.
-    const steps = learn(1000, 2)
-    for (let t = 11; t <= 800; t++) {
-      const rps = t >= 120 && t < 160 ? 3000 : 1000
-      const long = t < 120 ? 1000 : t < 160 ? 1000 + ((t - 120) / 60) * 2000 : t < 180 ? 2333 : 1000
-      steps.push([
-        t * 1000,
-        batchObs({
-          rps,
-          ready: 2,
-          batch: 2 + (t % 8) * 2,
-          extra: { arrivalRps: { 6: rps, 10: rps, 60: long } },
-        }),
-      ])
-    }
+    const steps = shaped(
+      800,
+      2,
+      (t) => (t >= 120 && t < 160 ? 3000 : 1000),
+      (t) => (t < 120 ? 1000 : t < 160 ? 1000 + ((t - 120) / 60) * 2000 : t < 180 ? 2333 : 1000),
+    )
     const { log } = drive(OPTS, 2, steps)
     const at = (t: number) => log.find((l) => l.t === t * 1000)!.state.desired
     const peak = at(150)
