@@ -46,6 +46,21 @@ export interface LearnedCapacity {
   readonly samples: number
   /** LLM: the decode-step model fitted from the points, refreshed as they are learned (null: not yet). */
   readonly stepModel: BatchServiceModel | null
+  /** LLM: running sequences per replica of the last intervals, newest last (at most {@link RUNNING_KEPT}). */
+  readonly running: readonly number[]
+  /**
+   * LLM: exponentially weighted least-squares sums of the decode-step points (weight, Σx, Σy, Σx², Σxy), with a
+   * half-life of {@link STEP_HALF_LIFE_MS}. The step time is a property of the hardware and the model, so it is
+   * fitted over a long memory: the last 256 points (four minutes) often span only the few running sequences of a
+   * lightly loaded fleet, and a slope fitted on them, extrapolated to a full replica, swings 0.2–0.7 ms/seq.
+   */
+  readonly stepSums: {
+    readonly w: number
+    readonly x: number
+    readonly y: number
+    readonly xx: number
+    readonly xy: number
+  }
 }
 
 /** Nothing learned yet. */
@@ -61,7 +76,15 @@ export const NOTHING_LEARNED: LearnedCapacity = {
   ttftCorrection: 1,
   samples: 0,
   stepModel: null,
+  running: [],
+  stepSums: { w: 0, x: 0, y: 0, xx: 0, xy: 0 },
 }
+
+/** Half-life of the decode-step fit's memory, ms. */
+export const STEP_HALF_LIFE_MS = 900_000
+
+/** Intervals of running sequences kept: a request's decode spans up to this many. */
+const RUNNING_KEPT = 60
 
 const ewma = (old: number | null, v: number, a = EWMA) => (old === null ? v : old + a * (v - old))
 const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v))
@@ -125,15 +148,33 @@ export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: bo
     tail: ewma(l.tail, tail),
     samples: l.samples + 1,
   }
+  const runningSeen = [...l.running.slice(-(RUNNING_KEPT - 1)), perReplica]
   // The decode step against running sequences, from what requests saw: TPOT·(1 − prefill share) is the time
   // of a decode step with the prefills taken out (step medians are no good: under load most steps carry one).
+  // The requests that complete now decoded over the last out × TPOT: their TPOT is the step at the running
+  // sequences of that span, not of this instant (fitted against the instant, the slope comes out twice too steep).
   const rate = sums.completed / (obs.intervalMs / 1000) / ready
   const share = clamp((rate * (prefillMs ?? 0)) / 1000, 0, 0.9)
   const tpot = obs.latencyMs.tpot
-  if (tpot.count > 0 && tpot.p50 !== null && tpot.p50 > 0)
-    Object.assign(learned, pushPoint(l, perReplica, tpot.p50 * (1 - share)))
-  // Fitting 256 points costs more than the rest of a step: fit once here, not in every prediction.
-  const model = fittedModel(learned, 3, -Infinity).model
+  if (tpot.count > 0 && tpot.p50 !== null && tpot.p50 > 0) {
+    const spanMs = (outputTokens ?? 1) * tpot.p50
+    const lived = runningSeen.slice(-clamp(Math.round(spanMs / obs.intervalMs), 1, RUNNING_KEPT))
+    const x = lived.reduce((a, b) => a + b, 0) / lived.length
+    const y = tpot.p50 * (1 - share)
+    const keep = 0.5 ** (obs.intervalMs / STEP_HALF_LIFE_MS)
+    const m = l.stepSums
+    Object.assign(learned, pushPoint(l, x, y), {
+      stepSums: {
+        w: m.w * keep + 1,
+        x: m.x * keep + x,
+        y: m.y * keep + y,
+        xx: m.xx * keep + x * x,
+        xy: m.xy * keep + x * y,
+      },
+    })
+  }
+  // Fitted once here, not in every prediction.
+  const model = stepFit(learned.stepSums) ?? fittedModel(learned, 3, -Infinity).model
   let tpotCorrection = l.tpotCorrection
   if (tpot.count > 0 && tpot.p50 !== null && tpot.p50 > 0) {
     const modelled = stepMs(model, perReplica) / (1 - share)
@@ -146,7 +187,7 @@ export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: bo
     const modelled = firstTokenMs(model, perReplica, prefillMs ?? 0, share)
     ttftCorrection = ewma(l.ttftCorrection, clamp(ttft.p99 / modelled, 0.5, 5))
   }
-  return { ...learned, tpotCorrection, ttftCorrection, stepModel: model }
+  return { ...learned, tpotCorrection, ttftCorrection, stepModel: model, running: runningSeen }
 }
 
 /** The fitted S(B) (or decode step S(n)) and whether the fit is trusted. */
@@ -174,6 +215,16 @@ export function fittedModel(l: LearnedCapacity, minPoints: number, minR2: number
     return { model: { fixedMs: meanY, perItemMs: 0 }, r2: fit?.r2 ?? NaN, points: n, trusted: false }
   const trusted = n >= minPoints && fit.r2 >= minR2
   return { model: { fixedMs: fit.fixedMs, perItemMs: fit.perItemMs }, r2: fit.r2, points: n, trusted }
+}
+
+/** The weighted least-squares line of the decode-step sums; null with too few points or a negative part. */
+function stepFit(m: LearnedCapacity['stepSums']): BatchServiceModel | null {
+  if (m.w < 3) return null
+  const sxx = m.xx - (m.x * m.x) / m.w
+  if (!(sxx > 1e-9 * m.w)) return null
+  const perItemMs = (m.xy - (m.x * m.y) / m.w) / sxx
+  const fixedMs = (m.y - perItemMs * m.x) / m.w
+  return perItemMs >= 0 && fixedMs >= 0 ? { fixedMs, perItemMs } : null
 }
 
 /** The LLM decode-step model: the fit when it has a non-negative slope, else flat at the mean step. */

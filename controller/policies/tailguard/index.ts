@@ -53,6 +53,21 @@ export interface TailguardState {
   readonly lastRelaxMs: number
   /** Recent queue depths (for its growth rate: arrivals counted at completion lag behind a growing queue). */
   readonly queueSeen: ReadonlyArray<{ readonly atMs: number; readonly depth: number }>
+  /**
+   * Rates before this time stay out of the trend (null before the first step): the long window fills during the
+   * first minute of a run, and a burst ramps it for a minute after; both look like a trend and are not one.
+   */
+  readonly trendFromMs: number | null
+  /**
+   * The surge under way (a burst of at least 2× the long window): when it began and the long-window rate it rose
+   * from (null: none); and when the recent surges that were over within a cold start began.
+   */
+  readonly surge: {
+    readonly fromMs: number
+    readonly baseRps: number
+    readonly underFromMs: number | null
+  } | null
+  readonly surges: readonly number[]
   /** Why the policy is holding, and since when (null when acting). */
   readonly holding: string | null
   readonly holdingSinceMs: number
@@ -60,6 +75,22 @@ export interface TailguardState {
 
 /** Batching changes at most this often, ms. */
 const BATCHING_EVERY_MS = 5000
+/** The long (60 s) window: how long a burst, or the start of a run, distorts it. */
+const LONG_WINDOW_MS = 60_000
+/** A burst of at least this factor over the long window is a surge; it is over below {@link BURST_RATIO}×. */
+const SURGE_FACTOR = 2
+const BURST_RATIO = 1.5
+/** A cut needs one fewer replica to carry at least this much more than the higher of forecast and 10 s rate. */
+const CUT_MARGIN = 0.25
+/** The short (10 s) window, ms. */
+const SHORT_WINDOW_MS = 10_000
+/**
+ * How long a surge that was over within a cold start is remembered: the fleet keeps the capacity the highest
+ * need of this time asked for. Replicas ordered for such a surge are ready after it is gone; where surges recur
+ * (MMPP, bursty traffic), keeping them for the next one is what pays. A surge that outlasts the cold start is a
+ * new level (a step), which the ordinary sizing follows.
+ */
+const SURGE_MEMORY_MS = 600_000
 
 /**
  * The tailguard policy. Replicas: learns per-replica capacity online (S(B) fits, LLM decode throughput against
@@ -105,6 +136,9 @@ function initState(initial: Setpoints): TailguardState {
     servedCeiling: null,
     queueSeen: [],
     lastRelaxMs: -Infinity,
+    trendFromMs: null,
+    surge: null,
+    surges: [],
     holding: null,
     holdingSinceMs: 0,
   }
@@ -163,8 +197,13 @@ function step(
     ...state.rates.filter((r) => now - r.atMs < TREND_WINDOW_MS),
     { atMs: now, rps: longRate(obs) },
   ]
+  const trendFromMs = state.trendFromMs ?? now + LONG_WINDOW_MS
   const forecast: ArrivalForecast = o.features.forecast
-    ? forecastArrivals(obs.arrivalRps, rates, o.coldStartMs)
+    ? forecastArrivals(
+        obs.arrivalRps,
+        rates.filter((r) => r.atMs >= trendFromMs),
+        o.coldStartMs,
+      )
     : {
         rps: shortRate(obs),
         shortRps: shortRate(obs),
@@ -188,8 +227,27 @@ function step(
     now - oldest.atMs >= 3000
       ? Math.max(0, (obs.queueDepth - oldest.depth) / ((now - oldest.atMs) / 1000))
       : 0
+  const bursting = forecast.burst > 1
+  const surges = state.surges.filter((t) => now - t < SURGE_MEMORY_MS)
+  let surge = state.surge
+  if (surge === null) {
+    if (forecast.burst >= SURGE_FACTOR) surge = { fromMs: now, baseRps: forecast.longRps, underFromMs: null }
+  } else if (forecast.shortRps < BURST_RATIO * surge.baseRps) {
+    // Over once the 10 s rate has stayed back under 1.5× the rate it rose from for a whole 10 s window (a lull
+    // of a few seconds at a new level is noise). Over within a cold start, it is one to remember.
+    const under = surge.underFromMs ?? now
+    if (now - under < SHORT_WINDOW_MS) surge = { ...surge, underFromMs: under }
+    else {
+      if (under - surge.fromMs <= o.coldStartMs) surges.push(surge.fromMs)
+      surge = null
+    }
+  } else if (now - surge.fromMs > o.coldStartMs) surge = null
+  else if (surge.underFromMs !== null) surge = { ...surge, underFromMs: null }
   const base: TailguardState = {
     ...state,
+    trendFromMs: bursting ? now + LONG_WINDOW_MS : trendFromMs,
+    surge,
+    surges,
     llm: kind,
     learned,
     burn,
@@ -239,7 +297,11 @@ function step(
     } else n1Why = ` (N+1: survives losing one, ${bare.replicas} carry the forecast)`
   }
   replicas = Math.max(minReplicas, replicas)
-  const needs = [...state.needs.filter((n) => now - n.atMs < o.scaleDownAfterMs), { atMs: now, replicas }]
+  // A recent surge that was over within a cold start stretches the look-back to the surge memory.
+  const recurring = surges.length >= 1
+  const lookBackMs = recurring ? Math.max(o.scaleDownAfterMs, SURGE_MEMORY_MS) : o.scaleDownAfterMs
+  const kept = state.needs.filter((n) => now - n.atMs < Math.max(o.scaleDownAfterMs, SURGE_MEMORY_MS))
+  const needs = [...kept, { atMs: now, replicas }]
   let desired = state.desired
   let lastScaleMs = state.lastScaleMs
   const have = state.desired
@@ -262,16 +324,26 @@ function step(
     lastScaleMs = now
     actions.push({ kind: 'scale', desiredReplicas: desired, reason: `tailguard up: ${why}` })
   } else if (replicas < desired) {
-    const floor = Math.max(minReplicas, ...needs.map((n) => n.replicas))
+    const floor = needs.reduce(
+      (m, n) => (now - n.atMs < lookBackMs ? Math.max(m, n.replicas) : m),
+      minReplicas,
+    )
     // With less than half a look-back window of history (just started), the window cannot vouch for a cut.
     const seen = now - (needs[0]?.atMs ?? now) >= o.scaleDownAfterMs / 2
-    if (seen && floor < desired && now - lastScaleMs >= o.scaleDownStepMs) {
+    // And one fewer must carry the forecast or the 10 s rate, whichever is higher, with twice the headroom and at
+    // least 25% more: near a replica's limit the prediction turns from fine to ∞ within a few percent of load (and
+    // of the learned tokens per request), and a cut there (or one sized on the 60 s window as the rate turns up) is
+    // undone seconds later, at the price of a cold start (seen at the Azure trace's peak: down, up 8 s later).
+    const cutRps =
+      (Math.max(forecast.rps, forecast.shortRps) + backlogRps) * (1 + Math.max(2 * headroom, CUT_MARGIN))
+    const carries = () => meets(o, llm, predict, cutRps)(predict(desired - 1, cutRps), desired - 1)
+    if (seen && floor < desired && now - lastScaleMs >= o.scaleDownStepMs && carries()) {
       desired = desired - 1
       lastScaleMs = now
       actions.push({
         kind: 'scale',
         desiredReplicas: desired,
-        reason: `tailguard down: ${why}; highest need in the last ${(o.scaleDownAfterMs / 1000).toFixed(0)} s ${floor}, one step at a time`,
+        reason: `tailguard down: ${why}; highest need in the last ${(lookBackMs / 1000).toFixed(0)} s ${floor}${recurring ? ` (${surges.length} surges in ${SURGE_MEMORY_MS / 60_000} min)` : ''}, one step at a time`,
       })
     }
   }

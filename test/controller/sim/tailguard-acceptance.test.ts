@@ -53,8 +53,9 @@ describe('tailguard on the Azure conversation trace (LLM, TTFT ≤ 2 s, 90 s col
     expect(tg.attainment.overall).toBeGreaterThanOrEqual(0.995)
     expect(tg.sloViolationMinutes).toBe(0)
   })
-  it('spends at most 0.7× the GPU-hours of static peak provisioning, with ≤ 30 replica changes per hour', () => {
-    expect(tg.gpuHours).toBeLessThanOrEqual(0.7 * fixed.gpuHours)
+  it('spends at most 0.65× the GPU-hours of static peak provisioning, with ≤ 30 replica changes per hour', () => {
+    // 2.39 of 3.90 GPU-hours (0.61×) on 2026-11-26; issue #18's goal is 0.55× (docs/policy.md says what is left).
+    expect(tg.gpuHours).toBeLessThanOrEqual(0.65 * fixed.gpuHours)
     expect(perHour(tg)).toBeLessThanOrEqual(30)
   })
   it('explains every scale decision with numbers', () => {

@@ -1,14 +1,21 @@
 import { describe, expect, it } from 'vitest'
-import { forecastArrivals, rateSlope } from '../../../../controller/policies/tailguard/forecast.js'
+import {
+  forecastArrivals,
+  rateSlope,
+  significantSlope,
+} from '../../../../controller/policies/tailguard/forecast.js'
 import {
   fewestReplicas,
   fittedModel,
+  learnCapacity,
+  llmStepModel,
   NOTHING_LEARNED,
   predictBatch,
 } from '../../../../controller/policies/tailguard/capacity.js'
 import { chooseAdmission } from '../../../../controller/policies/tailguard/admission.js'
 import { checkObservation } from '../../../../controller/policies/tailguard/observation.js'
 import { observation } from '../fixtures.js'
+import type { FleetObservation } from '../../../../controller/index.js'
 
 describe('forecast', () => {
   it('carries a rising long-window trend over the horizon and the half window it lags by', () => {
@@ -34,6 +41,21 @@ describe('forecast', () => {
     expect(f.burst).toBe(3)
     expect(f.rps).toBe(300)
     expect(forecastArrivals({ 6: 140, 10: 120, 60: 100 }, [], 90_000).rps).toBe(100)
+  })
+  it('takes no burst from the shortest window alone: the 10 s window must show it too', () => {
+    // Nine requests in 6 s at a 5 req/s trace: a cluster, over before a replica could start.
+    expect(forecastArrivals({ 6: 9, 10: 6, 60: 5 }, [], 90_000).burst).toBe(1)
+    expect(forecastArrivals({ 6: 9, 10: 8.5, 60: 5 }, [], 90_000).burst).toBeCloseTo(1.8, 9)
+  })
+  it('extrapolates only a trend that spans the horizon and rises by more than Poisson noise', () => {
+    const ramp = (from: number, to: number, spanS: number) =>
+      Array.from({ length: spanS + 1 }, (_, i) => ({ atMs: i * 1000, rps: from + ((to - from) * i) / spanS }))
+    // 3 σ of the difference of two 60 s counts: 1.2 req/s at 5 req/s, 5.5 req/s at 100 req/s.
+    expect(significantSlope(ramp(5, 5.8, 180), 5.8, 90_000)).toBe(0)
+    expect(significantSlope(ramp(5, 7, 180), 7, 90_000)).toBeCloseTo(2 / 180, 9)
+    expect(significantSlope(ramp(100, 116, 180), 116, 90_000)).toBeCloseTo(16 / 180, 9)
+    // Sixty seconds of history are not carried 90 s ahead.
+    expect(significantSlope(ramp(100, 200, 60), 200, 90_000)).toBe(0)
   })
 })
 
@@ -77,6 +99,36 @@ describe('capacity model', () => {
     const flat = fittedModel({ ...NOTHING_LEARNED, xs: [8, 8, 8], ys: [9, 10, 11] }, 2, 0.5)
     expect(flat.trusted).toBe(false)
     expect(flat.model).toEqual({ fixedMs: 10, perItemMs: 0 })
+  })
+})
+
+describe('LLM decode step', () => {
+  /** One interval of a fleet whose decode step is 25 + 0.25·n ms, n running per replica, with ±3 ms of noise. */
+  const interval = (n: number, i: number): FleetObservation => {
+    const tpot = 25 + 0.25 * n + 3 * Math.sin(i * 1.7)
+    return observation({
+      latencyMs: {
+        queue: { p50: 1, p99: 2, count: 10 },
+        service: { p50: null, p99: null, count: 0 },
+        e2e: { p50: 5000, p99: 9000, count: 10 },
+        ttft: { p50: 100, p99: 200, count: 10 },
+        tpot: { p50: tpot, p99: tpot * 1.1, count: 10 },
+      },
+      completed: 10,
+      inFlight: n,
+      llm: { running: n, inputTokens: 10_000, outputTokens: 2000, kvUsage: 0, preemptions: 0 },
+    })
+  }
+  it('is fitted over a long memory: four minutes at a few running sequences do not tilt it', () => {
+    let l = NOTHING_LEARNED
+    // Five minutes between 10 and 60 running, then five minutes between 10 and 14.
+    for (let i = 0; i < 300; i++) l = learnCapacity(l, interval(10 + (i % 51), i), true)
+    for (let i = 300; i < 600; i++) l = learnCapacity(l, interval(10 + (i % 5), i), true)
+    const m = llmStepModel(l)
+    expect(m.perItemMs).toBeGreaterThan(0.2)
+    expect(m.perItemMs).toBeLessThan(0.3)
+    expect(m.fixedMs).toBeGreaterThan(23)
+    expect(m.fixedMs).toBeLessThan(27)
   })
 })
 

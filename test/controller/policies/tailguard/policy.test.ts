@@ -163,6 +163,77 @@ describe('tailguard: replicas', () => {
     const without = drive({ ...OPTS, features: { forecast: false } }, 2, steps).state.desired
     expect(withForecast).toBeGreaterThan(without)
   })
+  /**
+   * Ten seconds of learning at 1,000 req/s, then `until` seconds whose 6 s and 10 s windows read `rps(t)` and whose
+   * 60 s window reads `long(t)`.
+   */
+  function shaped(
+    until: number,
+    ready: number,
+    rps: (t: number) => number,
+    long: (t: number) => number,
+  ): Array<[number, FleetObservation]> {
+    const steps = learn(1000, 2)
+    for (let t = 11; t <= until; t++) {
+      const r = rps(t)
+      steps.push([
+        t * 1000,
+        batchObs({
+          rps: r,
+          ready,
+          batch: 2 + (t % 8) * 2,
+          extra: { arrivalRps: { 6: r, 10: r, 60: long(t) } },
+        }),
+      ])
+    }
+    return steps
+  }
+  /** Two minutes at 1,000 req/s, then a step to 3,000 seen through the windows: the 60 s one ramps for a minute. */
+  const stepLoad = (until: number) =>
+    shaped(
+      until,
+      4,
+      (t) => (t <= 120 ? 1000 : 3000),
+      (t) => (t <= 120 ? 1000 : Math.min(3000, 1000 + ((t - 120) / 60) * 2000)),
+    )
+  it('does not take the long window ramping after a step for a trend', () => {
+    // Through the 60 s window a step ramps for a minute: both halves of the trend history rise a while later.
+    const { log } = drive(OPTS, 4, stepLoad(300))
+    const reasons = log.flatMap((l) => scales(l.actions).map((a) => a.reason))
+    for (const r of reasons.filter((x) => / (up|down):/.test(x)))
+      expect(r).toMatch(/trend \+0\.0 req\/s\/min/)
+  })
+  it('takes a rise to a new level with a lull of a few seconds for a level, not a surge', () => {
+    // 1,000 → 2,200 req/s, with a 5 s lull at 1,400 (under 1.5× the base) 30 s in: not a whole 10 s window.
+    const steps = shaped(
+      400,
+      2,
+      (t) => (t < 120 ? 1000 : t >= 150 && t < 155 ? 1400 : 2200),
+      (t) => (t < 120 ? 1000 : Math.min(2200, 1000 + ((t - 120) / 60) * 1200)),
+    )
+    const { log } = drive(OPTS, 2, steps)
+    expect(log.some((l) => l.state.surge !== null)).toBe(true)
+    expect(log.at(-1)!.state.surges).toEqual([])
+  })
+  it('keeps the capacity a surge needed for 10 minutes (surges shorter than a cold start recur)', () => {
+    // A 3× surge for 40 s, then 1,000 req/s again for 11 minutes.
+    const steps = shaped(
+      800,
+      2,
+      (t) => (t >= 120 && t < 160 ? 3000 : 1000),
+      (t) => (t < 120 ? 1000 : t < 160 ? 1000 + ((t - 120) / 60) * 2000 : t < 180 ? 2333 : 1000),
+    )
+    const { log } = drive(OPTS, 2, steps)
+    const at = (t: number) => log.find((l) => l.t === t * 1000)!.state.desired
+    const peak = at(150)
+    expect(peak).toBeGreaterThan(at(110))
+    expect(at(600)).toBe(peak)
+    const downs = log.filter(
+      (l) => l.t > 160_000 && scales(l.actions).some((a) => a.reason.includes(' down:')),
+    )
+    expect(downs[0]!.t).toBeGreaterThanOrEqual(720_000)
+    expect(at(800)).toBeLessThan(peak)
+  })
 })
 
 describe('tailguard: bad observations', () => {
