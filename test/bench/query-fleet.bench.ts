@@ -225,8 +225,12 @@ async function legacyTable(store: Store, log: (line: string) => void): Promise<L
     )
   if (exists) return db
   const t0 = performance.now()
+  // Built under another name and renamed when whole, so that a run stopped half-way leaves no table that a later
+  // run would take for the finished one.
+  const building = 'bench_legacy_building' as 'bench_legacy_hist'
+  await db.schema.dropTable(building).ifExists().execute()
   await db.schema
-    .createTable('bench_legacy_hist')
+    .createTable(building)
     .addColumn('step_ms', 'bigint')
     .addColumn('bucket_ms', 'bigint')
     .addColumn('series_id', 'integer')
@@ -235,7 +239,7 @@ async function legacyTable(store: Store, log: (line: string) => void): Promise<L
     .addColumn('histogram', 'text')
     .execute()
   // Rows still in the HDR encoding (a data set stored before #12) are copied as they are; others converted.
-  await sql`insert into bench_legacy_hist select step_ms, bucket_ms, series_id, metric, consumed, histogram from tg_hist where histogram like 'HIST%'`.execute(
+  await sql`insert into ${sql.table(building)} select step_ms, bucket_ms, series_id, metric, consumed, histogram from tg_hist where histogram like 'HIST%'`.execute(
     db,
   )
   const all = await (db as unknown as Kysely<{ tg_hist: LegacyTables['bench_legacy_hist'] }>)
@@ -243,18 +247,26 @@ async function legacyTable(store: Store, log: (line: string) => void): Promise<L
     .selectAll()
     .where('histogram', 'not like', 'HIST%')
     .execute()
+  let nextLog = 50_000
   for (let i = 0; i < all.length; i += 500) {
     const chunk = all.slice(i, i + 500)
     const values = await Promise.all(
       chunk.map(async (r) => ({ ...r, histogram: await toHdrEncoding(r.histogram) })),
     )
-    await db.insertInto('bench_legacy_hist').values(values).execute()
+    await db.insertInto(building).values(values).execute()
+    if (i + chunk.length >= nextLog) {
+      log(
+        `  baseline table: ${i + chunk.length} of ${all.length} rows converted (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
+      )
+      nextLog += 50_000
+    }
   }
   await db.schema
     .createIndex('bench_legacy_lookup')
-    .on('bench_legacy_hist')
+    .on(building)
     .columns(['series_id', 'metric', 'step_ms', 'bucket_ms'])
     .execute()
+  await db.schema.alterTable(building).renameTo('bench_legacy_hist').execute()
   log(`baseline table: ${all.length} rows converted in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
   return db
 }
