@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -40,6 +42,7 @@ typedef nvmlReturn_t (*FnDevTemp)(nvmlDevice_t, int, unsigned int *);
 typedef nvmlReturn_t (*FnDevClock)(nvmlDevice_t, int, unsigned int *);
 typedef nvmlReturn_t (*FnDevEcc)(nvmlDevice_t, int, int, unsigned long long *);
 typedef nvmlReturn_t (*FnDevPcie)(nvmlDevice_t, int, unsigned int *);
+typedef nvmlReturn_t (*FnDevFieldValues)(nvmlDevice_t, int, nvmlFieldValue_t *);
 typedef nvmlReturn_t (*FnDevProcsV1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
 typedef nvmlReturn_t (*FnDevProcsV2)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
 typedef nvmlReturn_t (*FnDevProcUtil)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
@@ -77,6 +80,7 @@ struct Api {
   FnDevULLPtr clockEventReasons = nullptr;
   FnDevEcc ecc = nullptr;
   FnDevPcie pcie = nullptr;
+  FnDevFieldValues fieldValues = nullptr;
   FnDevProcsV2 procsV2 = nullptr; // _v3 or _v2: both take the v2 struct
   FnDevProcsV1 procsV1 = nullptr;
   FnDevProcUtil procUtil = nullptr;
@@ -242,6 +246,129 @@ struct FieldContext {
 
 std::atomic<bool> memoryV2Broken{false};
 
+// Counters read through nvmlDeviceGetFieldValues, in one call per GPU and pass:
+// - PCIe throughput from the byte counters NVML_FI_DEV_PCIE_COUNT_{TX,RX}_BYTES, as the rate between two passes,
+//   with no wait. nvmlDeviceGetPcieThroughput instead counts for 20 ms per call, so TX and RX held each pass 40 ms
+//   per GPU (a pass took 50 ms on an H100 and an H200 with driver 580; 5-7 ms with the counters);
+// - energy from NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION in the same call (one call fewer; the energy reading itself
+//   costs the driver ~3.5 ms of CPU either way).
+// A field the driver does not answer is read the older way from then on.
+struct FieldState {
+  unsigned long long tx = 0, rx = 0;
+  long long tUs = 0;
+  bool epochClock = false;
+  bool pcieUnsupported = false;
+  bool energyUnsupported = false;
+};
+std::mutex fieldMutex;
+std::map<nvmlDevice_t, FieldState> fieldState; // per physical GPU read so far; cleared by nvmlInit
+
+bool fieldAsUll(const nvmlFieldValue_t &f, unsigned long long &out) {
+  switch (f.valueType) {
+  case NVML_VALUE_TYPE_UNSIGNED_INT: out = f.value.uiVal; return true;
+  case NVML_VALUE_TYPE_UNSIGNED_LONG: out = f.value.ulVal; return true;
+  case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: out = f.value.ullVal; return true;
+  case NVML_VALUE_TYPE_SIGNED_LONG_LONG: out = static_cast<unsigned long long>(f.value.sllVal); return f.value.sllVal >= 0;
+  case NVML_VALUE_TYPE_SIGNED_INT: out = static_cast<unsigned long long>(f.value.siVal); return f.value.siVal >= 0;
+  default: return false;
+  }
+}
+
+long long steadyUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A driver without a field (older than it, or a vGPU) answers one of these for it.
+bool fieldAbsent(nvmlReturn_t r) {
+  return r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT || r == NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+
+struct CounterFields {
+  bool pcie = false;   // answered: the rates are written from the second reading on (KB/s of 1,024 bytes)
+  bool energy = false; // answered: energyMj written
+};
+
+CounterFields readCounterFields(FieldContext &fc, nvmlDevice_t d) {
+  CounterFields done;
+  if (api.fieldValues == nullptr) return done;
+  bool wantPcie, wantEnergy;
+  {
+    std::lock_guard<std::mutex> lock(fieldMutex);
+    FieldState &st = fieldState[d];
+    wantPcie = !st.pcieUnsupported;
+    wantEnergy = !st.energyUnsupported;
+  }
+  if (!wantPcie && !wantEnergy) return done;
+  nvmlFieldValue_t f[3] = {};
+  int n = 0;
+  int iTx = -1, iRx = -1, iEnergy = -1;
+  if (wantPcie) {
+    iTx = n++;
+    f[iTx].fieldId = NVML_FI_DEV_PCIE_COUNT_TX_BYTES;
+    iRx = n++;
+    f[iRx].fieldId = NVML_FI_DEV_PCIE_COUNT_RX_BYTES;
+  }
+  if (wantEnergy) {
+    iEnergy = n++;
+    f[iEnergy].fieldId = NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION;
+  }
+  nvmlReturn_t r = api.fieldValues(d, n, f);
+  if (r == NVML_ERROR_GPU_IS_LOST) throw nvmlFailure("nvmlDeviceGetFieldValues", r);
+  for (int i = 0; i < n; i++)
+    if (r == NVML_SUCCESS && f[i].nvmlReturn == NVML_ERROR_GPU_IS_LOST)
+      throw nvmlFailure("nvmlDeviceGetFieldValues", NVML_ERROR_GPU_IS_LOST);
+  // the call as a whole failed: a driver without it falls back for good, another error is this pass's
+  if (r != NVML_SUCCESS) {
+    if (fieldAbsent(r)) {
+      std::lock_guard<std::mutex> lock(fieldMutex);
+      fieldState[d].pcieUnsupported = fieldState[d].energyUnsupported = true;
+      return done;
+    }
+    fc.ok("nvmlDeviceGetFieldValues", "fields", r);
+    done.pcie = wantPcie;
+    done.energy = wantEnergy;
+    return done;
+  }
+  // the reading's own time where the driver gives one (a cached value keeps its time), else this thread's clock
+  long long now = steadyUs();
+  std::lock_guard<std::mutex> lock(fieldMutex);
+  FieldState &st = fieldState[d];
+  if (wantEnergy) {
+    unsigned long long mj = 0;
+    nvmlReturn_t er = f[iEnergy].nvmlReturn;
+    if (fieldAbsent(er) || (er == NVML_SUCCESS && !fieldAsUll(f[iEnergy], mj))) st.energyUnsupported = true;
+    else {
+      done.energy = true;
+      if (fc.ok("nvmlDeviceGetFieldValues", "energy", er)) fc.out.num("energyMj", static_cast<double>(mj));
+    }
+  }
+  if (wantPcie) {
+    unsigned long long tx = 0, rx = 0;
+    nvmlReturn_t pr = f[iTx].nvmlReturn != NVML_SUCCESS ? f[iTx].nvmlReturn : f[iRx].nvmlReturn;
+    if (fieldAbsent(pr) || (pr == NVML_SUCCESS && !(fieldAsUll(f[iTx], tx) && fieldAsUll(f[iRx], rx))))
+      st.pcieUnsupported = true;
+    else {
+      done.pcie = true;
+      if (fc.ok("nvmlDeviceGetFieldValues", "pcie", pr)) {
+        bool epoch = f[iTx].timestamp > 0;
+        long long t = epoch ? f[iTx].timestamp : now;
+        if (st.tUs > 0 && st.epochClock == epoch && t > st.tUs && tx >= st.tx && rx >= st.rx) {
+          double seconds = static_cast<double>(t - st.tUs) / 1e6;
+          fc.out.num("pcieTxKBps", std::round(static_cast<double>(tx - st.tx) / 1024.0 / seconds));
+          fc.out.num("pcieRxKBps", std::round(static_cast<double>(rx - st.rx) / 1024.0 / seconds));
+        }
+        // a counter that went back (reset, wrap) or a clock that did not move gives no rate this pass
+        st.tx = tx;
+        st.rx = rx;
+        st.tUs = t;
+        st.epochClock = epoch;
+      }
+    }
+  }
+  return done;
+}
+
 // ---- load / init / shutdown ----
 
 Napi::Value Load(const Napi::CallbackInfo &info) {
@@ -289,6 +416,7 @@ Napi::Value Load(const Napi::CallbackInfo &info) {
       sym2<FnDevULLPtr>("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
   api.ecc = sym<FnDevEcc>("nvmlDeviceGetTotalEccErrors");
   api.pcie = sym<FnDevPcie>("nvmlDeviceGetPcieThroughput");
+  api.fieldValues = sym<FnDevFieldValues>("nvmlDeviceGetFieldValues");
   api.procsV2 = sym2<FnDevProcsV2>("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
   api.procsV1 = sym<FnDevProcsV1>("nvmlDeviceGetComputeRunningProcesses");
   api.procUtil = sym<FnDevProcUtil>("nvmlDeviceGetProcessUtilization");
@@ -332,6 +460,10 @@ Record doInit() {
       }
     }
     handles = found;
+    {
+      std::lock_guard<std::mutex> fieldLock(fieldMutex);
+      fieldState.clear();
+    }
     handleCodes = codes;
     initialized = true;
   }
@@ -550,9 +682,12 @@ Record collectSample(nvmlDevice_t d) {
   unsigned long long ull = 0;
   if (api.power == nullptr) fc.missing("power");
   else if (fc.ok("nvmlDeviceGetPowerUsage", "power", api.power(d, &v))) out.num("powerMw", v);
-  if (api.energy == nullptr) fc.missing("energy");
-  else if (fc.ok("nvmlDeviceGetTotalEnergyConsumption", "energy", api.energy(d, &ull)))
-    out.num("energyMj", static_cast<double>(ull));
+  CounterFields counters = readCounterFields(fc, d);
+  if (!counters.energy) {
+    if (api.energy == nullptr) fc.missing("energy");
+    else if (fc.ok("nvmlDeviceGetTotalEnergyConsumption", "energy", api.energy(d, &ull)))
+      out.num("energyMj", static_cast<double>(ull));
+  }
   if (api.temperature == nullptr) fc.missing("temperature");
   else if (fc.ok("nvmlDeviceGetTemperature", "temperature", api.temperature(d, NVML_TEMPERATURE_GPU, &v)))
     out.num("temperatureC", v);
@@ -573,10 +708,14 @@ Record collectSample(nvmlDevice_t d) {
               api.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ull)))
       out.num("eccUncorrectedVolatile", static_cast<double>(ull));
   }
-  if (api.pcie == nullptr) fc.missing("pcie");
-  else {
-    if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_TX_BYTES, &v))) out.num("pcieTxKBps", v);
-    if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_RX_BYTES, &v))) out.num("pcieRxKBps", v);
+  if (!counters.pcie) {
+    if (api.pcie == nullptr) fc.missing("pcie");
+    else {
+      if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_TX_BYTES, &v)))
+        out.num("pcieTxKBps", v);
+      if (fc.ok("nvmlDeviceGetPcieThroughput", "pcie", api.pcie(d, NVML_PCIE_UTIL_RX_BYTES, &v)))
+        out.num("pcieRxKBps", v);
+    }
   }
   collectMigMode(fc, d, true);
   return out;

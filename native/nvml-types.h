@@ -130,6 +130,35 @@ typedef struct {
 // nvmlPcieUtilCounter_t
 #define NVML_PCIE_UTIL_TX_BYTES 0
 #define NVML_PCIE_UTIL_RX_BYTES 1
+// nvmlFieldValue_t, for nvmlDeviceGetFieldValues: the energy counter, and the PCIe byte counters (monotonic; a rate
+// is a difference of two readings, with no wait, unlike nvmlDeviceGetPcieThroughput, which counts for 20 ms a call)
+#define NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION 83 // mJ since the driver was loaded
+#define NVML_FI_DEV_PCIE_COUNT_TX_BYTES 197
+#define NVML_FI_DEV_PCIE_COUNT_RX_BYTES 198
+// nvmlValueType_t
+#define NVML_VALUE_TYPE_DOUBLE 0
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+#define NVML_VALUE_TYPE_UNSIGNED_LONG 2
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
+#define NVML_VALUE_TYPE_SIGNED_LONG_LONG 4
+#define NVML_VALUE_TYPE_SIGNED_INT 5
+typedef union {
+  double dVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  signed int siVal;
+} nvmlValue_t;
+typedef struct {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp; // CPU time of the reading, µs since the epoch
+  long long latencyUsec;
+  int valueType; // nvmlValueType_t
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+} nvmlFieldValue_t;
 // MIG modes
 #define NVML_DEVICE_MIG_DISABLE 0
 #define NVML_DEVICE_MIG_ENABLE 1

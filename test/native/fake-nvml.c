@@ -69,6 +69,10 @@ typedef struct {
   ProcUtil putil[MAX_ITEMS];
   int nPutil;
   long lostAfter;
+  int pcieCounters;                   /* 1: NVML_FI_DEV_PCIE_COUNT_{TX,RX}_BYTES answer */
+  int energyField;                    /* 1: NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION answers */
+  unsigned long long pcieBytes[2];    /* the counters, advanced one fake second per call */
+  long long fieldClockUs;
   int isLost;
   struct nvmlDevice_st handle;
   struct nvmlDevice_st migHandles[MAX_ITEMS];
@@ -124,6 +128,8 @@ static void parse(void) {
     else if (strcmp(key, "not_supported") == 0) snprintf(d->notSupported, sizeof d->notSupported, " %s ", rest);
     else if (strcmp(key, "mig") == 0) sscanf(rest, "%u %u", &d->migCurrent, &d->migPending);
     else if (strcmp(key, "lost_after") == 0) d->lostAfter = atol(rest);
+    else if (strcmp(key, "pcie_counters") == 0) d->pcieCounters = atoi(rest);
+    else if (strcmp(key, "energy_field") == 0) d->energyField = atoi(rest);
     else if (strcmp(key, "mig_device") == 0 && d->nMig < MAX_ITEMS) {
       MigDev *m = &d->mig[d->nMig];
       if (sscanf(rest, "%u %u %u %95s %llu %llu", &m->slot, &m->gi, &m->ci, m->uuid, &m->total, &m->used) == 6) {
@@ -432,6 +438,53 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t h, int errorType, int coun
 #ifndef FAKE_OMIT_nvmlDeviceGetPcieThroughput
 nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t h, int counter, unsigned int *kbps) {
   return curveU32(h, "pcie", counter == NVML_PCIE_UTIL_TX_BYTES ? F_PCIE_TX : F_PCIE_RX, kbps);
+}
+#endif
+
+#ifndef FAKE_OMIT_nvmlDeviceGetFieldValues
+/* The PCIe byte counters: each call is one second after the last (its timestamp), in which the counters grew by
+ * the pcie_tx / pcie_rx curve's next value in KB/s, so the rate between two calls is that value. The energy counter
+ * is the energy_mj curve. Other fields, or a device without pcie_counters / energy_field, answer NOT_SUPPORTED per
+ * field, as a driver without them does. */
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t h, int count, nvmlFieldValue_t *values) {
+  if (count < 0 || (count > 0 && values == NULL)) return NVML_ERROR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&mu);
+  Dev *d;
+  nvmlReturn_t r = check(h, NULL, &d);
+  if (r != NVML_SUCCESS) {
+    pthread_mutex_unlock(&mu);
+    return r;
+  }
+  int supported = d->pcieCounters && !unsupported(d, "pcie");
+  int energy = d->energyField && !unsupported(d, "energy");
+  if (supported) {
+    if (d->pcieBytes[0] == 0) d->pcieBytes[0] = d->pcieBytes[1] = 1ULL << 40;
+    d->fieldClockUs += 1000000;
+  }
+  for (int i = 0; i < count; i++) {
+    nvmlFieldValue_t *f = &values[i];
+    if (f->fieldId == NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION && energy) {
+      f->nvmlReturn = NVML_SUCCESS;
+      f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+      f->value.ullVal = next(d, F_ENERGY);
+      d->calls[C_ENERGY]++;
+      continue;
+    }
+    int k = f->fieldId == NVML_FI_DEV_PCIE_COUNT_TX_BYTES ? 0 : f->fieldId == NVML_FI_DEV_PCIE_COUNT_RX_BYTES ? 1 : -1;
+    if (k < 0 || !supported) {
+      f->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      continue;
+    }
+    d->pcieBytes[k] += next(d, k == 0 ? F_PCIE_TX : F_PCIE_RX) * 1024ULL;
+    d->calls[k == 0 ? C_PCIE_TX : C_PCIE_RX]++;
+    f->nvmlReturn = NVML_SUCCESS;
+    f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    f->value.ullVal = d->pcieBytes[k];
+    f->timestamp = 1700000000000000LL + d->fieldClockUs;
+    f->latencyUsec = 0;
+  }
+  pthread_mutex_unlock(&mu);
+  return NVML_SUCCESS;
 }
 #endif
 

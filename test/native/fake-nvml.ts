@@ -44,6 +44,10 @@ export interface FakeDevice {
   eccUncorrected?: number[]
   pcieTxKBps?: number[]
   pcieRxKBps?: number[]
+  /** The driver has the PCIe byte counters (NVML_FI_DEV_PCIE_COUNT_*), as drivers from R535 on do. */
+  pcieCounters?: boolean
+  /** The driver answers NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION through nvmlDeviceGetFieldValues. */
+  energyField?: boolean
   notSupported?: string[]
   mig?: { current: number; pending: number }
   migDevices?: FakeMigDevice[]
@@ -96,6 +100,8 @@ export function scenarioText(s: FakeScenario): string {
     curve('ecc_uncorrected', d.eccUncorrected)
     curve('pcie_tx', d.pcieTxKBps)
     curve('pcie_rx', d.pcieRxKBps)
+    if (d.pcieCounters) lines.push('pcie_counters 1')
+    if (d.energyField) lines.push('energy_field 1')
     if (d.notSupported?.length) lines.push(`not_supported ${d.notSupported.join(' ')}`)
     if (d.mig !== undefined) lines.push(`mig ${d.mig.current} ${d.mig.pending}`)
     for (const m of d.migDevices ?? [])

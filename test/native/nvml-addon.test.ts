@@ -138,6 +138,37 @@ describe('NVML addon against the fake libnvidia-ml', () => {
     expect(out.afterShutdown.code).toBe('TG_NVML_NOT_INITIALIZED')
   })
 
+  it('reads PCIe throughput and energy as field values where the driver has them, not the 20 ms throughput call', async () => {
+    const base = loadScenario('h100x2')
+    const s: FakeScenario = {
+      ...base,
+      devices: base.devices.map((d, i) => (i === 0 ? { ...d, pcieCounters: true, energyField: true } : d)),
+    }
+    // without the older calls, a GPU with the fields still has its rates and energy; one without them has none
+    const noThroughputCall = compileFakeNvml(dir, [
+      'nvmlDeviceGetPcieThroughput',
+      'nvmlDeviceGetTotalEnergyConsumption',
+    ])
+    for (const library of [lib, noThroughputCall]) {
+      const out = await addon(s, library, { TG_TEST_SAMPLES: '4' })
+      const [withCounters, without] = [out.devices[0]!, out.devices[1]!]
+      const d0 = s.devices[0]!
+      // the first reading only sets the counters' baseline; each later one is the rate since the one before
+      expect(withCounters.samples[0]).not.toHaveProperty('pcieTxKBps')
+      expect(withCounters.samples[0]!.unsupported).toEqual([])
+      withCounters.samples.forEach((sample, k) => expect(sample['energyMj']).toBe(at(d0.energyMj, k)))
+      withCounters.samples.slice(1).forEach((sample, j) => {
+        expect(sample['pcieTxKBps']).toBe(at(d0.pcieTxKBps, j + 1))
+        expect(sample['pcieRxKBps']).toBe(at(d0.pcieRxKBps, j + 1))
+        expect(sample.unsupported).toEqual([])
+      })
+      without.samples.forEach((sample, k) => {
+        if (library === lib) expect(sample['pcieTxKBps']).toBe(at(s.devices[1]!.pcieTxKBps, k))
+        else expect(sample.unsupported).toEqual(['energy', 'pcie'])
+      })
+    }
+  })
+
   it('leaves NOT_SUPPORTED fields out of the sample', async () => {
     const s = loadScenario('not-supported')
     const out = await addon(s)
