@@ -1,5 +1,6 @@
 import { checkHistogramHeader } from './histogram-header.js'
 import type { HistogramHeaderLimits } from './histogram-header.js'
+import type { Histogram as HdrHistogram } from 'hdr-histogram-js'
 
 /**
  * tailguard's latency histogram: log-linear buckets over "ticks" of 1/1024 µs (≈ 0.98 ns), laid out as
@@ -558,6 +559,7 @@ export function summarizeMs(h: Histogram | null | undefined, quantiles: readonly
 
 /** The highest value of the HdrHistogram configuration agents used before the sparse encoding (1 h). */
 const LEGACY_HIGHEST_US = 3_600_000_000
+let legacyHdr: HdrHistogram | undefined
 
 /**
  * The standard HdrHistogram compressed base64 form of an encoded histogram (1 µs unit, 3 digits), for
@@ -568,14 +570,17 @@ const LEGACY_HIGHEST_US = 3_600_000_000
  */
 export async function toHdrEncoding(encoded: string): Promise<string> {
   const { build, encodeIntoCompressedBase64 } = await import('hdr-histogram-js')
-  const hdr = build({
+  // One 64-bit histogram, reset per call (no await between reset and encode): the compressed form does not depend
+  // on the in-memory word size, and building a packed histogram per call took 2-3 ms against 0.4 ms.
+  const hdr = (legacyHdr ??= build({
     lowestDiscernibleValue: 1,
     highestTrackableValue: LEGACY_HIGHEST_US,
     numberOfSignificantValueDigits: 3,
-    bitBucketSize: 'packed',
+    bitBucketSize: 64,
     autoResize: false,
     useWebAssembly: false,
-  })
+  }))
+  hdr.reset()
   decodeHistogram(encoded).forEachBucket((i, n) =>
     hdr.recordValueWithCount(Math.min(LEGACY_HIGHEST_US, Math.floor(indexTicks(i) / TICKS_PER_US)), n),
   )

@@ -104,6 +104,13 @@ describe('sparse histogram against the HdrHistogram reference', () => {
     const wire = encodeHistogram(decodeHistogram(encodeIntoCompressedBase64(ref)))
     const back = decodeHistogram(await toHdrEncoding(wire))
     for (const p of PERCENTILES) expect(back.getValueAtPercentile(p)).toBe(ref.getValueAtPercentile(p))
+    // the same bytes as hdr-histogram-js's own encoder, and nothing left over from the call before
+    expect(await toHdrEncoding(wire)).toBe(encodeIntoCompressedBase64(ref))
+    const small = hdr()
+    small.recordValueWithCount(250, 7)
+    expect(await toHdrEncoding(encodeHistogram(decodeHistogram(encodeIntoCompressedBase64(small))))).toBe(
+      encodeIntoCompressedBase64(small),
+    )
   })
 
   it('summarises in milliseconds with HDR’s numbers for integer µs', () => {
