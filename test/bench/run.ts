@@ -27,7 +27,10 @@ for (const file of files) {
     for (const r of Array.isArray(results) ? results : [results]) console.log(formatTable(r) + '\n')
   } catch (err) {
     failed++
-    console.error(`bench ${bench.name} failed: ${(err as Error).stack ?? String(err)}`)
+    const cause = (err as Error).cause
+    console.error(
+      `bench ${bench.name} failed: ${(err as Error).stack ?? String(err)}${cause === undefined ? '' : `\ncause: ${String((cause as Error).stack ?? cause)}`}`,
+    )
   }
 }
 if (files.length === 0) console.error('bench: no benchmarks matched')
