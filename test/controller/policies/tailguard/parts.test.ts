@@ -11,6 +11,7 @@ import {
   llmStepModel,
   NOTHING_LEARNED,
   predictBatch,
+  serviceTail,
 } from '../../../../controller/policies/tailguard/capacity.js'
 import { chooseAdmission } from '../../../../controller/policies/tailguard/admission.js'
 import { checkObservation } from '../../../../controller/policies/tailguard/observation.js'
@@ -99,6 +100,43 @@ describe('capacity model', () => {
     const flat = fittedModel({ ...NOTHING_LEARNED, xs: [8, 8, 8], ys: [9, 10, 11] }, 2, 0.5)
     expect(flat.trusted).toBe(false)
     expect(flat.model).toEqual({ fixedMs: 10, perItemMs: 0 })
+  })
+})
+
+describe('batch service tail', () => {
+  const model = { fixedMs: 5, perItemMs: 0.6 }
+  /**
+   * One interval of batches of 12 on average (up to 30) whose service is S(B) = 5 + 0.6·B times lognormal noise of
+   * CV 0.1 (p99 1.26× the mean): the median batch takes S(12), the batch at p99 S(21) (Poisson) times the noise.
+   */
+  const interval = observation({
+    latencyMs: {
+      queue: { p50: 1, p99: 5, count: 100 },
+      service: { p50: 12.2, p99: 1.26 * 17.6, count: 100 },
+      e2e: { p50: 20, p99: 40, count: 100 },
+      ttft: { p50: null, p99: null, count: 0 },
+      tpot: { p50: null, p99: null, count: 0 },
+    },
+    serviceMeanMs: 12.2,
+    batchSize: { mean: 12, max: 30 },
+    completed: 1200,
+  })
+  it('is the service p99 over S(B at p99): the spread of batch sizes is not counted twice', () => {
+    // p99/p50 of the batch times is 1.82: the noise (1.26) and the spread of batch sizes (S(21)/S(12) = 1.44).
+    expect(serviceTail(1.26 * 17.6, model, { mean: 12, max: 30 })).toBeCloseTo(1.26, 2)
+    // The largest batch of the interval bounds the one at p99.
+    expect(serviceTail(20, model, { mean: 12, max: 15 })).toBeCloseTo(20 / 14, 9)
+    expect(serviceTail(5, model, { mean: 12, max: 30 })).toBe(1)
+  })
+  it('is learned with the trusted fit so far, and p99/p50 without one', () => {
+    let withFit = NOTHING_LEARNED
+    let without = NOTHING_LEARNED
+    for (let i = 0; i < 60; i++) {
+      withFit = learnCapacity(withFit, interval, false, { batchModel: model })
+      without = learnCapacity(without, interval, false)
+    }
+    expect(withFit.tail).toBeCloseTo(1.26, 2)
+    expect(without.tail).toBeCloseTo((1.26 * 17.6) / 12.2, 2)
   })
 })
 
