@@ -20,8 +20,11 @@ import type { FleetObservation } from '../../policy.js'
 /** Most observations kept for the fits. */
 export const FIT_POINTS = 256
 const EWMA = 0.1
-/** Smoothing of the sums behind per-request ratios (about a minute of 1 s intervals). */
-const SUM_EWMA = 0.03
+/**
+ * Memory of the sums behind the per-request ratios (prefill ms and output tokens per request) when the caller
+ * gives none, ms. The policy gives its forecast horizon, the cold start.
+ */
+export const WORKLOAD_MEMORY_MS = 90_000
 
 /** What the policy has learned about its replicas so far. */
 export interface LearnedCapacity {
@@ -104,6 +107,8 @@ function pushPoint(l: LearnedCapacity, x: number, y: number): Pick<LearnedCapaci
 export interface LearningContext {
   /** Batch replicas: the trusted S(B) so far, which the service tail is measured against ({@link serviceTail}). */
   readonly batchModel?: BatchServiceModel
+  /** LLM replicas: memory of the per-request ratios, ms (default {@link WORKLOAD_MEMORY_MS}). */
+  readonly workloadMemoryMs?: number
 }
 
 /**
@@ -118,7 +123,7 @@ export function learnCapacity(
   llm: boolean,
   context: LearningContext = {},
 ): LearnedCapacity {
-  const { batchModel } = context
+  const { batchModel, workloadMemoryMs = WORKLOAD_MEMORY_MS } = context
   // LLM servers seldom report their step time (vLLM does not, nor does a proxy in front of one): then the TPOT
   // requests saw, a decode step with its share of prefills, stands in for it.
   const tpotSeen = obs.latencyMs.tpot
@@ -143,7 +148,12 @@ export function learnCapacity(
   // Steps above the median carry prefills: their excess time, per completed request, is the prefill cost.
   const excess = obs.serviceMeanMs !== undefined ? Math.max(0, obs.serviceMeanMs - svc.p50) * svc.count : 0
   const first = l.sums.completed === 0
-  const sum = (old: number, v: number) => (first ? v : old + SUM_EWMA * (v - old))
+  // Smoothed over the horizon a decision commits to, in time (not intervals): a replica ordered on these
+  // ratios is ready a cold start later. Over a shorter memory (it was 33 intervals) a few long prompts or
+  // answers of a heavy-tailed trace (Azure conversations: prefill per request up 45% within a minute) ordered
+  // a replica that was cut two minutes later.
+  const alpha = Math.min(1, obs.intervalMs / workloadMemoryMs)
+  const sum = (old: number, v: number) => (first ? v : old + alpha * (v - old))
   const sums = {
     completed: sum(l.sums.completed, obs.completed),
     prefillMs: sum(l.sums.prefillMs, excess),

@@ -191,7 +191,10 @@ function step(
   const llm = kind ?? false
   // Batch replicas: the service tail is taken against the S(B) fit so far, once it is trusted.
   const before = llm ? null : fittedModel(state.learned, o.minFitPoints, o.minFitR2)
-  const learned = learnCapacity(state.learned, obs, llm, before?.trusted ? { batchModel: before.model } : {})
+  const learned = learnCapacity(state.learned, obs, llm, {
+    ...(before?.trusted ? { batchModel: before.model } : {}),
+    workloadMemoryMs: o.coldStartMs,
+  })
   const alpha = Math.min(1, obs.intervalMs / 60_000)
   const burn = state.burn + alpha * (obs.errorBudget.burnRate - state.burn)
   const { headroom, budgetWhy } = headroomFor(o, burn, obs.errorBudget.remaining)

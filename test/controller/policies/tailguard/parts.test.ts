@@ -170,6 +170,43 @@ describe('LLM decode step', () => {
   })
 })
 
+describe('LLM per-request ratios', () => {
+  /** An interval of `seconds` with 5 completions per second, each generating `tokens` output tokens. */
+  const interval = (seconds: number, tokens: number): FleetObservation =>
+    observation({
+      intervalMs: seconds * 1000,
+      latencyMs: {
+        queue: { p50: 1, p99: 2, count: 5 * seconds },
+        service: { p50: null, p99: null, count: 0 },
+        e2e: { p50: 5000, p99: 9000, count: 5 * seconds },
+        ttft: { p50: 100, p99: 200, count: 5 * seconds },
+        tpot: { p50: 40, p99: 44, count: 5 * seconds },
+      },
+      completed: 5 * seconds,
+      inFlight: 30,
+      llm: {
+        running: 30,
+        inputTokens: 5000 * seconds,
+        outputTokens: 5 * seconds * tokens,
+        kvUsage: 0.3,
+        preemptions: 0,
+      },
+    })
+  const after = (seconds: number, memoryMs?: number) => {
+    let l = NOTHING_LEARNED
+    const context = memoryMs === undefined ? {} : { workloadMemoryMs: memoryMs }
+    for (let t = 0; t < 600; t += seconds) l = learnCapacity(l, interval(seconds, 200), true, context)
+    return learnCapacity(l, interval(seconds, 1000), true, context).outputTokens!
+  }
+  it('are smoothed over the cold start, in time rather than in intervals', () => {
+    // One second of answers five times as long moves tokens per request by 800 × 1 s / 90 s, not by 3% of 800 (24).
+    expect(after(1)).toBeCloseTo(200 + 800 / 90, 6)
+    // Five seconds of them move it five times as far.
+    expect(after(5)).toBeCloseTo(200 + (800 * 5) / 90, 6)
+    expect(after(1, 30_000)).toBeCloseTo(200 + 800 / 30, 6)
+  })
+})
+
 describe('admission', () => {
   const base = {
     classes: 3,
