@@ -237,6 +237,30 @@ describe('admission', () => {
     const back = chooseAdmission({ ...base, lowerShare: share })
     expect(back.lowerShare).toBeCloseTo(share * 2, 9)
   })
+  it('holds the share while the offered load, shed included, would refill the queue: it does not flip to relaxed', () => {
+    // One replica on a 3× step: 2,900 req/s offered, half shed, 1,400 served. The queue drained this second, but
+    // letting the shed half back in would queue 1.1 s of work within the next interval.
+    const overload = {
+      ...base,
+      classes: 2,
+      queueDepthByClass: [0, 10],
+      queueDepth: 10,
+      capacityRps: 1300,
+      throughputRps: 1400,
+      offeredRps: 2900,
+      shedRps: 1450,
+      horizonMs: 1000,
+      lowerShare: 0.5,
+    }
+    const held = chooseAdmission(overload)
+    // The share follows what is served: 1,400 of 1,450 admitted.
+    expect(held.lowerShare).toBeCloseTo(0.5 * (1400 / 1450), 9)
+    expect(held.caps[0]!.maxConcurrency).toBe(32 + 65)
+    expect(held.reason).toMatch(/held: 2900\.0 req\/s offered would queue 1162 ms within 1 s/)
+    // Once the replicas serve what is offered, it doubles back as before.
+    const arrived = chooseAdmission({ ...overload, throughputRps: 3500, capacityRps: 3000 })
+    expect(arrived.lowerShare).toBe(1)
+  })
 })
 
 describe('observation checks', () => {
