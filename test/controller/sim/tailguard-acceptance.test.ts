@@ -45,6 +45,32 @@ function azure(overrides: Partial<SimConfig> = {}, kv: 'reserve' | 'paged' = 're
 
 const perHour = (r: SimResult) => r.scalingActions / (r.durationMs / 3_600_000)
 
+/** The batch model of `tailguard sim --pattern …`: S(B) = 5 + 0.6·B ms, window 10 ms, max batch 16. */
+function batchModel(
+  classShares: readonly number[],
+  desiredReplicas: number,
+): Pick<SimConfig, 'seed' | 'replica' | 'initial' | 'classShares' | 'maxReplicas'> {
+  return {
+    seed: 1,
+    replica: {
+      kind: 'batch',
+      service: { fixedMs: 5, perItemMs: 0.6 },
+      noise: { kind: 'lognormal', cv: 0.1 },
+    },
+    initial: {
+      batchWindowMs: 10,
+      maxBatch: 16,
+      admission: classShares.map(() => ({
+        maxQueue: Number.MAX_SAFE_INTEGER,
+        maxConcurrency: Number.MAX_SAFE_INTEGER,
+      })),
+      desiredReplicas,
+    },
+    classShares,
+    maxReplicas: 256,
+  }
+}
+
 describe('tailguard on the Azure conversation trace (LLM, TTFT ≤ 2 s, 90 s cold start, seed 1)', () => {
   const cfg = azure()
   const fixed = runSimulation(cfg, staticPolicy())
@@ -90,24 +116,11 @@ describe('tailguard on the Azure conversation trace (LLM, TTFT ≤ 2 s, 90 s col
 describe('tailguard on MMPP load (batch model, 1,000 ⇄ 5,000 req/s, p99 ≤ 100 ms, 90 s cold start, seed 1)', () => {
   // As `tailguard sim --pattern mmpp --rps 2000 --duration 1800 --slo-p99-ms 100`: 7 peak-provisioned replicas.
   const cfg: SimConfig = {
-    seed: 1,
+    ...batchModel([1], 7),
     arrivals: { kind: 'mmpp', rps: [1000, 5000], meanDwellMs: [60_000, 20_000], durationMs: 1_800_000 },
-    replica: {
-      kind: 'batch',
-      service: { fixedMs: 5, perItemMs: 0.6 },
-      noise: { kind: 'lognormal', cv: 0.1 },
-    },
-    initial: {
-      batchWindowMs: 10,
-      maxBatch: 16,
-      admission: [{ maxQueue: Number.MAX_SAFE_INTEGER, maxConcurrency: Number.MAX_SAFE_INTEGER }],
-      desiredReplicas: 7,
-    },
     slo: { e2eMs: 100, objective: 0.99 },
     coldStart: { loadMs: 60_000, warmupMs: 30_000 },
     warmPoolMin: 1,
-    maxReplicas: 256,
-    classShares: [1],
   }
   const fixed = runSimulation(cfg, staticPolicy())
   const tg = runSimulation(cfg, createTailguardPolicy(cfg))
@@ -122,7 +135,7 @@ describe('tailguard on MMPP load (batch model, 1,000 ⇄ 5,000 req/s, p99 ≤ 10
 
 describe('tailguard with priority classes 0.2/0.8 and a 3× overload step (batch model, p99 ≤ 100 ms, seed 1)', () => {
   const cfg: SimConfig = {
-    seed: 1,
+    ...batchModel([0.2, 0.8], 4),
     arrivals: {
       kind: 'step',
       steps: [
@@ -132,23 +145,7 @@ describe('tailguard with priority classes 0.2/0.8 and a 3× overload step (batch
       ],
       durationMs: 600_000,
     },
-    replica: {
-      kind: 'batch',
-      service: { fixedMs: 5, perItemMs: 0.6 },
-      noise: { kind: 'lognormal', cv: 0.1 },
-    },
-    initial: {
-      batchWindowMs: 10,
-      maxBatch: 16,
-      admission: [0, 1].map(() => ({
-        maxQueue: Number.MAX_SAFE_INTEGER,
-        maxConcurrency: Number.MAX_SAFE_INTEGER,
-      })),
-      desiredReplicas: 4,
-    },
     slo: { e2eMs: 100 },
-    classShares: [0.2, 0.8],
-    maxReplicas: 256,
   }
   const r = runSimulation(cfg, createTailguardPolicy(cfg))
   it('keeps class 0 at ≥ 99% and sheds only class 1 while replicas start', () => {
