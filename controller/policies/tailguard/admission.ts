@@ -89,13 +89,15 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
   const over = predictedWaitMs > i.queueBudgetMs
   // Relaxing lets what is shed back in: while the offered load (shed included) would still build a queue past the
   // budget within the horizon, doubling back only refills the queue, and the next step halves again. Then the
-  // share holds. (It flipped between 50% and relaxed every second on a 3× step while replicas started, and a
-  // class 0 request that arrived in a relaxed second waited past its deadline behind class 1.)
+  // share holds, where there are lower classes to hold back. (It flipped between 50% and relaxed every second on
+  // a 3× step while replicas started, and a class 0 request that arrived in a relaxed second waited past its
+  // deadline behind class 1.) With one class there is no one to protect: its cap relaxes, and the replicas run
+  // flat out.
   const offeredWaitMs =
     i.offeredRps !== undefined && i.capacityRps > 0
       ? ((i.queueDepth + Math.max(0, offered - throughput) * horizonS) / i.capacityRps) * 1000
       : 0
-  const holds = !over && i.lowerShare < 1 && offeredWaitMs > i.queueBudgetMs
+  const holds = !over && i.classes > 1 && i.lowerShare < 1 && offeredWaitMs > i.queueBudgetMs
   let lowerShare = i.lowerShare
   if (over) lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
   else if (holds && i.mayRelax !== false && admitted > 0)

@@ -261,6 +261,22 @@ describe('admission', () => {
     const arrived = chooseAdmission({ ...overload, throughputRps: 3500, capacityRps: 3000 })
     expect(arrived.lowerShare).toBe(1)
   })
+  it('does not hold a single class: there is no lower class to keep out, and its cap relaxes', () => {
+    const one = chooseAdmission({
+      ...base,
+      classes: 1,
+      queueDepthByClass: [10],
+      queueDepth: 10,
+      capacityRps: 1300,
+      throughputRps: 1400,
+      offeredRps: 1600,
+      shedRps: 250,
+      horizonMs: 1000,
+      lowerShare: 0.5,
+    })
+    expect(one.lowerShare).toBe(1)
+    expect(one.caps[0]!.maxConcurrency).toBe(3 * (32 + 65))
+  })
 })
 
 describe('observation checks', () => {
