@@ -87,9 +87,26 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
     i.capacityRps > 0 ? ((i.queueDepth + growth * horizonS) / i.capacityRps) * 1000 : Infinity
   const utilization = throughput > 0 ? admitted / throughput : admitted > 0 ? Infinity : 0
   const over = predictedWaitMs > i.queueBudgetMs
+  // Relaxing lets what is shed back in: while the offered load (shed included) would still build a queue past the
+  // budget within the horizon, doubling back only refills the queue, and the next step halves again. Then the
+  // share holds, where there are lower classes to hold back. (It flipped between 50% and relaxed every second on
+  // a 3× step while replicas started, and a class 0 request that arrived in a relaxed second waited past its
+  // deadline behind class 1.) With one class there is no one to protect: its cap relaxes, and the replicas run
+  // flat out.
+  const offeredWaitMs =
+    i.offeredRps !== undefined && i.capacityRps > 0
+      ? ((i.queueDepth + Math.max(0, offered - throughput) * horizonS) / i.capacityRps) * 1000
+      : 0
+  const holds = !over && i.classes > 1 && i.lowerShare < 1 && offeredWaitMs > i.queueBudgetMs
   let lowerShare = i.lowerShare
   if (over) lowerShare = Math.max(MIN_LOWER_SHARE, lowerShare / 2)
-  else if (i.mayRelax !== false) lowerShare = Math.min(1, lowerShare * 2)
+  else if (holds && i.mayRelax !== false && admitted > 0)
+    // Held, the share follows what the replicas serve: up while they serve more than is admitted, short of relaxed.
+    lowerShare = Math.min(
+      0.99,
+      Math.max(MIN_LOWER_SHARE, lowerShare * Math.min(2, Math.max(0.5, throughput / admitted))),
+    )
+  else if (i.mayRelax !== false && !holds) lowerShare = Math.min(1, lowerShare * 2)
   const relaxed = lowerShare >= 1
   const caps: ClassCaps[] = []
   for (let c = 0; c < i.classes; c++) {
@@ -116,6 +133,9 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
           .slice(1)
           .map((c) => c.maxConcurrency)
           .join('/')} (share ${(lowerShare * 100).toFixed(0)}%)`) +
+    (holds
+      ? `, held: ${offered.toFixed(1)} req/s offered would queue ${offeredWaitMs.toFixed(0)} ms within ${horizonS.toFixed(0)} s`
+      : '') +
     `; drop after ${caps.map((c) => c.queueTimeoutMs.toFixed(0)).join('/')} ms in queue`
   return { caps, lowerShare, predictedWaitMs, reason }
 }

@@ -2,8 +2,8 @@
  * Online capacity learning and latency prediction for the `tailguard` policy.
  *
  * Batch replicas: S(B) = a + b·B fitted (`fitBatchServiceTime`) from each interval's (mean batch, mean service
- * time); the tail of service noise from the interval's service p99/p50; a request's latency at R replicas is
- * the batching window + S(B at its percentile)·tail + the Erlang C wait of batches over R servers.
+ * time); the tail of service noise from the interval's service p99 over S(B at p99); a request's latency at R
+ * replicas is the batching window + S(B at its percentile)·tail + the Erlang C wait of batches over R servers.
  *
  * LLM replicas (continuous batching): the decode step S(n) = a + b·n fitted against running sequences per
  * replica; prefill GPU time per request from the gap between the mean and median step; output tokens per
@@ -20,15 +20,21 @@ import type { FleetObservation } from '../../policy.js'
 /** Most observations kept for the fits. */
 export const FIT_POINTS = 256
 const EWMA = 0.1
-/** Smoothing of the sums behind per-request ratios (about a minute of 1 s intervals). */
-const SUM_EWMA = 0.03
+/**
+ * Memory of the sums behind the per-request ratios (prefill ms and output tokens per request) when the caller
+ * gives none, ms. The policy gives its forecast horizon, the cold start.
+ */
+export const WORKLOAD_MEMORY_MS = 90_000
 
 /** What the policy has learned about its replicas so far. */
 export interface LearnedCapacity {
   /** Fit points: batch size (or running sequences per replica) and service (or step) time, newest last. */
   readonly xs: readonly number[]
   readonly ys: readonly number[]
-  /** Service-time tail: p99/p50 of service times (EWMA), ≥ 1. */
+  /**
+   * Service-time tail (EWMA), ≥ 1: batch replicas, service p99 over S(B at p99) once the fit is trusted
+   * ({@link serviceTail}), p99/p50 before; LLM replicas, p99/p50 of the step.
+   */
   readonly tail: number
   /**
    * LLM: prefill GPU ms per request and output tokens per request (ratios of smoothed sums, which unlike
@@ -97,13 +103,27 @@ function pushPoint(l: LearnedCapacity, x: number, y: number): Pick<LearnedCapaci
   return { xs, ys }
 }
 
+/** What {@link learnCapacity} takes besides the observation. */
+export interface LearningContext {
+  /** Batch replicas: the trusted S(B) so far, which the service tail is measured against ({@link serviceTail}). */
+  readonly batchModel?: BatchServiceModel
+  /** LLM replicas: memory of the per-request ratios, ms (default {@link WORKLOAD_MEMORY_MS}). */
+  readonly workloadMemoryMs?: number
+}
+
 /**
  * Folds one (validated) observation into what has been learned. Returns the input unchanged when the interval
  * carried no service data.
  *
  * @example learnCapacity(NOTHING_LEARNED, obs, false).samples // 1 when obs had batches
  */
-export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: boolean): LearnedCapacity {
+export function learnCapacity(
+  l: LearnedCapacity,
+  obs: FleetObservation,
+  llm: boolean,
+  context: LearningContext = {},
+): LearnedCapacity {
+  const { batchModel, workloadMemoryMs = WORKLOAD_MEMORY_MS } = context
   // LLM servers seldom report their step time (vLLM does not, nor does a proxy in front of one): then the TPOT
   // requests saw, a decode step with its share of prefills, stands in for it.
   const tpotSeen = obs.latencyMs.tpot
@@ -116,8 +136,11 @@ export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: bo
   const tail = svc.p99 !== null && svc.p50 > 0 ? clamp(svc.p99 / svc.p50, 1, 8) : l.tail
   if (!llm) {
     if (obs.batchSize.mean > 0) next = { ...l, ...pushPoint(l, obs.batchSize.mean, mean) }
-    // Batch size varies inside an interval too, so p99/p50 overstates noise a little: it errs on the safe side.
-    return { ...next, tail: ewma(l.tail, tail), samples: l.samples + 1 }
+    const seen =
+      batchModel && svc.p99 !== null && obs.batchSize.mean > 0
+        ? serviceTail(svc.p99, batchModel, obs.batchSize)
+        : tail
+    return { ...next, tail: ewma(l.tail, seen), samples: l.samples + 1 }
   }
   const running = obs.llm?.running ?? obs.inFlight
   const perReplica = running / ready
@@ -125,7 +148,12 @@ export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: bo
   // Steps above the median carry prefills: their excess time, per completed request, is the prefill cost.
   const excess = obs.serviceMeanMs !== undefined ? Math.max(0, obs.serviceMeanMs - svc.p50) * svc.count : 0
   const first = l.sums.completed === 0
-  const sum = (old: number, v: number) => (first ? v : old + SUM_EWMA * (v - old))
+  // Smoothed over the horizon a decision commits to, in time (not intervals): a replica ordered on these
+  // ratios is ready a cold start later. Over a shorter memory (it was 33 intervals) a few long prompts or
+  // answers of a heavy-tailed trace (Azure conversations: prefill per request from 108 to 152 ms and back
+  // within six minutes) ordered a replica that was cut two minutes later.
+  const alpha = Math.min(1, obs.intervalMs / workloadMemoryMs)
+  const sum = (old: number, v: number) => (first ? v : old + alpha * (v - old))
   const sums = {
     completed: sum(l.sums.completed, obs.completed),
     prefillMs: sum(l.sums.prefillMs, excess),
@@ -188,6 +216,25 @@ export function learnCapacity(l: LearnedCapacity, obs: FleetObservation, llm: bo
     ttftCorrection = ewma(l.ttftCorrection, clamp(ttft.p99 / modelled, 0.5, 5))
   }
   return { ...learned, tpotCorrection, ttftCorrection, stepModel: model, running: runningSeen }
+}
+
+/**
+ * The service-time tail of batch replicas: an interval's service p99 over what the fitted S(B) gives for the
+ * batch the prediction puts at that percentile (Poisson batches at the interval's mean size, bounded by its largest
+ * batch). The prediction is S(B at p)·tail, so with this tail it reproduces the service p99 it observed. p99/p50 of
+ * the batch times, the tail before, counts the spread of batch sizes inside an interval a second time (the
+ * prediction has it already, through the batch at its percentile): 1.5–1.9 where the noise is 1.26 (lognormal CV
+ * 0.1), which shrank the max batch and the load a replica is credited with by a fifth. At least 1.
+ *
+ * @example serviceTail(26, { fixedMs: 5, perItemMs: 0.6 }, { mean: 12, max: 30 }) // 26 / S(21) ≈ 1.48
+ */
+export function serviceTail(
+  p99Ms: number,
+  model: BatchServiceModel,
+  batchSize: { readonly mean: number; readonly max: number },
+): number {
+  const high = Math.max(1, Math.min(batchSize.max, poissonQuantile(batchSize.mean, 0.99)))
+  return clamp(p99Ms / stepMs(model, high), 1, 8)
 }
 
 /** The fitted S(B) (or decode step S(n)) and whether the fit is trusted. */

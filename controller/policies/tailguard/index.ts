@@ -189,7 +189,12 @@ function step(
         : null
   const kind = o.model !== undefined ? o.model === 'llm' : (state.llm ?? detected)
   const llm = kind ?? false
-  const learned = learnCapacity(state.learned, obs, llm)
+  // Batch replicas: the service tail is taken against the S(B) fit so far, once it is trusted.
+  const before = llm ? null : fittedModel(state.learned, o.minFitPoints, o.minFitR2)
+  const learned = learnCapacity(state.learned, obs, llm, {
+    ...(before?.trusted ? { batchModel: before.model } : {}),
+    workloadMemoryMs: o.coldStartMs,
+  })
   const alpha = Math.min(1, obs.intervalMs / 60_000)
   const burn = state.burn + alpha * (obs.errorBudget.burnRate - state.burn)
   const { headroom, budgetWhy } = headroomFor(o, burn, obs.errorBudget.remaining)

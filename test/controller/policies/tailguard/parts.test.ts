@@ -11,6 +11,7 @@ import {
   llmStepModel,
   NOTHING_LEARNED,
   predictBatch,
+  serviceTail,
 } from '../../../../controller/policies/tailguard/capacity.js'
 import { chooseAdmission } from '../../../../controller/policies/tailguard/admission.js'
 import { checkObservation } from '../../../../controller/policies/tailguard/observation.js'
@@ -102,6 +103,43 @@ describe('capacity model', () => {
   })
 })
 
+describe('batch service tail', () => {
+  const model = { fixedMs: 5, perItemMs: 0.6 }
+  /**
+   * One interval of batches of 12 on average (up to 30) whose service is S(B) = 5 + 0.6·B times lognormal noise of
+   * CV 0.1 (p99 1.26× the mean): the median batch takes S(12), the batch at p99 S(21) (Poisson) times the noise.
+   */
+  const interval = observation({
+    latencyMs: {
+      queue: { p50: 1, p99: 5, count: 100 },
+      service: { p50: 12.2, p99: 1.26 * 17.6, count: 100 },
+      e2e: { p50: 20, p99: 40, count: 100 },
+      ttft: { p50: null, p99: null, count: 0 },
+      tpot: { p50: null, p99: null, count: 0 },
+    },
+    serviceMeanMs: 12.2,
+    batchSize: { mean: 12, max: 30 },
+    completed: 1200,
+  })
+  it('is the service p99 over S(B at p99): the spread of batch sizes is not counted twice', () => {
+    // p99/p50 of the batch times is 1.82: the noise (1.26) and the spread of batch sizes (S(21)/S(12) = 1.44).
+    expect(serviceTail(1.26 * 17.6, model, { mean: 12, max: 30 })).toBeCloseTo(1.26, 2)
+    // The largest batch of the interval bounds the one at p99.
+    expect(serviceTail(20, model, { mean: 12, max: 15 })).toBeCloseTo(20 / 14, 9)
+    expect(serviceTail(5, model, { mean: 12, max: 30 })).toBe(1)
+  })
+  it('is learned with the trusted fit so far, and p99/p50 without one', () => {
+    let withFit = NOTHING_LEARNED
+    let without = NOTHING_LEARNED
+    for (let i = 0; i < 60; i++) {
+      withFit = learnCapacity(withFit, interval, false, { batchModel: model })
+      without = learnCapacity(without, interval, false)
+    }
+    expect(withFit.tail).toBeCloseTo(1.26, 2)
+    expect(without.tail).toBeCloseTo((1.26 * 17.6) / 12.2, 2)
+  })
+})
+
 describe('LLM decode step', () => {
   /** One interval of a fleet whose decode step is 25 + 0.25·n ms, n running per replica, with ±3 ms of noise. */
   const interval = (n: number, i: number): FleetObservation => {
@@ -129,6 +167,43 @@ describe('LLM decode step', () => {
     expect(m.perItemMs).toBeLessThan(0.3)
     expect(m.fixedMs).toBeGreaterThan(23)
     expect(m.fixedMs).toBeLessThan(27)
+  })
+})
+
+describe('LLM per-request ratios', () => {
+  /** An interval of `seconds` with 5 completions per second, each generating `tokens` output tokens. */
+  const interval = (seconds: number, tokens: number): FleetObservation =>
+    observation({
+      intervalMs: seconds * 1000,
+      latencyMs: {
+        queue: { p50: 1, p99: 2, count: 5 * seconds },
+        service: { p50: null, p99: null, count: 0 },
+        e2e: { p50: 5000, p99: 9000, count: 5 * seconds },
+        ttft: { p50: 100, p99: 200, count: 5 * seconds },
+        tpot: { p50: 40, p99: 44, count: 5 * seconds },
+      },
+      completed: 5 * seconds,
+      inFlight: 30,
+      llm: {
+        running: 30,
+        inputTokens: 5000 * seconds,
+        outputTokens: 5 * seconds * tokens,
+        kvUsage: 0.3,
+        preemptions: 0,
+      },
+    })
+  const after = (seconds: number, memoryMs?: number) => {
+    let l = NOTHING_LEARNED
+    const context = memoryMs === undefined ? {} : { workloadMemoryMs: memoryMs }
+    for (let t = 0; t < 600; t += seconds) l = learnCapacity(l, interval(seconds, 200), true, context)
+    return learnCapacity(l, interval(seconds, 1000), true, context).outputTokens!
+  }
+  it('are smoothed over the cold start, in time rather than in intervals', () => {
+    // One second of answers five times as long moves tokens per request by 800 × 1 s / 90 s, not by 3% of 800 (24).
+    expect(after(1)).toBeCloseTo(200 + 800 / 90, 6)
+    // Five seconds of them move it five times as far.
+    expect(after(5)).toBeCloseTo(200 + (800 * 5) / 90, 6)
+    expect(after(1, 30_000)).toBeCloseTo(200 + 800 / 30, 6)
   })
 })
 
@@ -161,6 +236,46 @@ describe('admission', () => {
     expect(seen.at(-1)![2]).toBeGreaterThanOrEqual(1)
     const back = chooseAdmission({ ...base, lowerShare: share })
     expect(back.lowerShare).toBeCloseTo(share * 2, 9)
+  })
+  it('holds the share while the offered load, shed included, would refill the queue: it does not flip to relaxed', () => {
+    // One replica on a 3× step: 2,900 req/s offered, half shed, 1,400 served. The queue drained this second, but
+    // letting the shed half back in would queue 1.1 s of work within the next interval.
+    const overload = {
+      ...base,
+      classes: 2,
+      queueDepthByClass: [0, 10],
+      queueDepth: 10,
+      capacityRps: 1300,
+      throughputRps: 1400,
+      offeredRps: 2900,
+      shedRps: 1450,
+      horizonMs: 1000,
+      lowerShare: 0.5,
+    }
+    const held = chooseAdmission(overload)
+    // The share follows what is served: 1,400 of 1,450 admitted.
+    expect(held.lowerShare).toBeCloseTo(0.5 * (1400 / 1450), 9)
+    expect(held.caps[0]!.maxConcurrency).toBe(32 + 65)
+    expect(held.reason).toMatch(/held: 2900\.0 req\/s offered would queue 1162 ms within 1 s/)
+    // Once the replicas serve what is offered, it doubles back as before.
+    const arrived = chooseAdmission({ ...overload, throughputRps: 3500, capacityRps: 3000 })
+    expect(arrived.lowerShare).toBe(1)
+  })
+  it('does not hold a single class: there is no lower class to keep out, and its cap relaxes', () => {
+    const one = chooseAdmission({
+      ...base,
+      classes: 1,
+      queueDepthByClass: [10],
+      queueDepth: 10,
+      capacityRps: 1300,
+      throughputRps: 1400,
+      offeredRps: 1600,
+      shedRps: 250,
+      horizonMs: 1000,
+      lowerShare: 0.5,
+    })
+    expect(one.lowerShare).toBe(1)
+    expect(one.caps[0]!.maxConcurrency).toBe(3 * (32 + 65))
   })
 })
 
