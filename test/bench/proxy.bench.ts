@@ -253,7 +253,9 @@ const bench: Bench = {
           `${name} adds ${a.toFixed(3)} ms at p99 (target ≤ 1 ms)` +
           (Number.isNaN(ngAdded)
             ? ''
-            : `, ${(a / Math.max(ngAdded, 0.001)).toFixed(2)}× nginx's (target ≤ 1.5×)`)
+            : ngAdded > 0
+              ? `, ${(a / ngAdded).toFixed(2)}× nginx's (target ≤ 1.5×)`
+              : ', nginx adding nothing measurable (no ratio)')
         )
       }
       const sseTable = {
