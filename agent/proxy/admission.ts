@@ -92,6 +92,19 @@ export interface Admission {
    * called exactly once, synchronously when no wait is needed, unless the request is cancelled first.
    */
   request(priorityClass: number, deadlineMs: number | undefined, decide: (d: Decision) => void): Pending
+  /**
+   * The common case of {@link request} without its callback: a ticket when the request would be admitted at
+   * once (a free slot and nothing waiting ahead of it), else null, and nothing is counted; then call
+   * `request`, which queues or sheds it.
+   *
+   * @example
+   * ```ts
+   * const ticket = adm.tryAdmit(0, undefined)
+   * if (ticket) forward().finally(() => ticket.release(12))
+   * else adm.request(0, undefined, decide)
+   * ```
+   */
+  tryAdmit(priorityClass: number, deadlineMs: number | undefined): Ticket | null
   /** Replaces the class setpoints; `controlled` turns the local Gradient2 limit off (a controller decides). */
   setClasses(classes: readonly ClassSetpoint[], controlled: boolean): void
   readonly classes: readonly ClassSetpoint[]
@@ -168,6 +181,23 @@ class ClassState {
 }
 
 const NO_PENDING: Pending = { cancel() {} }
+
+/** A slot held by one admitted request; a class rather than a closure, as the proxy makes one per request. */
+class AdmissionTicket implements Ticket {
+  #released = false
+
+  constructor(
+    readonly priorityClass: number,
+    readonly state: ClassState,
+    readonly owner: AdmissionImpl,
+  ) {}
+
+  release(serviceMs: number | null): void {
+    if (this.#released) return
+    this.#released = true
+    this.owner.releaseSlot(this.state, serviceMs)
+  }
+}
 
 class AdmissionImpl implements Admission {
   readonly #clock: () => number
@@ -261,6 +291,14 @@ class AdmissionImpl implements Admission {
     return false
   }
 
+  tryAdmit(priorityClass: number, deadlineMs: number | undefined): Ticket | null {
+    if (deadlineMs !== undefined && !(deadlineMs > 0)) return null
+    const s = this.#resolve(priorityClass)
+    if (s.inFlight < s.sp.maxConcurrency && this.#globalFree() && !this.#blockedByQueue(s))
+      return this.#admitTicket(s, this.#clock())
+    return null
+  }
+
   request(priorityClass: number, deadlineMs: number | undefined, decide: (d: Decision) => void): Pending {
     const s = this.#resolve(priorityClass)
     const now = this.#clock()
@@ -269,7 +307,7 @@ class AdmissionImpl implements Admission {
       return NO_PENDING
     }
     if (s.inFlight < s.sp.maxConcurrency && this.#globalFree() && !this.#blockedByQueue(s)) {
-      decide(this.#admit(s, 0, now))
+      decide({ kind: 'admit', queuedMs: 0, ticket: this.#admitTicket(s, now) })
       return NO_PENDING
     }
     if (s.waiting >= s.sp.maxQueue) {
@@ -350,26 +388,18 @@ class AdmissionImpl implements Admission {
     decide({ kind: 'shed', reason, queuedMs, retryAfterS })
   }
 
-  #admit(s: ClassState, queuedMs: number, now: number): Decision {
+  #admitTicket(s: ClassState, now: number): Ticket {
     s.inFlight++
     s.admitted++
     this.#inFlight++
     this.#totalAdmitted.set(s.sp.priorityClass, (this.#totalAdmitted.get(s.sp.priorityClass) ?? 0) + 1)
     s.inFlightGauge.set(s.inFlight, now)
     this.#inFlightGauge.set(this.#inFlight, now)
-    let released = false
-    const ticket: Ticket = {
-      priorityClass: s.sp.priorityClass,
-      release: (serviceMs) => {
-        if (released) return
-        released = true
-        this.#release(s, serviceMs)
-      },
-    }
-    return { kind: 'admit', queuedMs, ticket }
+    return new AdmissionTicket(s.sp.priorityClass, s, this)
   }
 
-  #release(s: ClassState, serviceMs: number | null): void {
+  /** Frees an admitted request's slot (through its ticket, once) and admits waiters. */
+  releaseSlot(s: ClassState, serviceMs: number | null): void {
     const now = this.#clock()
     const inFlightBefore = this.#inFlight
     s.inFlight--
@@ -405,7 +435,7 @@ class AdmissionImpl implements Admission {
       this.#queued--
       this.#queuedGauge.set(this.#queued, now)
       picked.queuedGauge.set(picked.waiting, now)
-      w.decide(this.#admit(picked, now - w.enqueuedAt, now))
+      w.decide({ kind: 'admit', queuedMs: now - w.enqueuedAt, ticket: this.#admitTicket(picked, now) })
     }
   }
 

@@ -1,5 +1,5 @@
-import { createServer } from 'node:http'
-import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http'
+import { createServer, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Dispatcher } from 'undici'
 import { CONFIG_DEFAULTS } from '../../collector/index.js'
@@ -10,7 +10,7 @@ import type { Admission, ClassSetpoint, Decision, Pending, Ticket } from './admi
 import type { Gradient2Options } from './gradient2.js'
 import { createSetpointsState } from './setpoints.js'
 import type { SetpointsState } from './setpoints.js'
-import { nextTraceparent, requestId } from './trace.js'
+import { requestId, traceparentFor } from './trace.js'
 import { createUpstreamSet } from './upstreams.js'
 import type { Upstream, UpstreamSet } from './upstreams.js'
 
@@ -184,6 +184,27 @@ function errorBody(code: string, statusCode: number, message: string, more?: obj
   return { code, statusCode, message, ...more }
 }
 
+/** The proxy's responses carry their exchange, so that one shared `close` listener serves every request. */
+class ProxyResponse extends ServerResponse<IncomingMessage> {
+  exchange: Exchange | null = null
+}
+
+/** A client connection closed before its response was complete: abort the upstream request. */
+function onResponseClose(this: ProxyResponse): void {
+  const ex = this.exchange
+  if (ex === null) return
+  this.exchange = null
+  if (!ex.done && !this.writableFinished) {
+    ex.proxy.counts.clientClosed++
+    ex.abort(new Error('client_closed'))
+  }
+}
+
+/** The client took the buffered response bytes: resume the upstream response (backpressure). */
+function onResponseDrain(this: ProxyResponse): void {
+  this.exchange?.controller?.resume()
+}
+
 /** Forwards one request to an upstream and streams the answer back; one instance per request. */
 class Exchange implements Dispatcher.DispatchHandler {
   controller: Dispatcher.DispatchController | null = null
@@ -206,12 +227,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   sniffed = 0
   sniffText = ''
   bodyBytes = 0
-  readonly onDrain = () => this.controller?.resume()
+  /** The response has a `drain` listener (added at the first backpressure, kept until the end). */
+  drainListener = false
 
   constructor(
     readonly proxy: ProxyImpl,
     readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    readonly res: ProxyResponse,
     readonly t0: number,
     readonly rid: string,
     readonly traceparent: string,
@@ -231,16 +253,19 @@ class Exchange implements Dispatcher.DispatchHandler {
   ): void {
     if (this.done) return
     this.status = statusCode
-    const out: Record<string, string | string[]> = {}
+    // A flat [name, value, …] list: Node writes it as it is, with no header object built and walked again.
+    const out: OutgoingHttpHeader[] = []
     const connection = headers.connection
+    const named =
+      typeof connection === 'string' && connection.includes(',')
+        ? connection.split(',').map((t) => t.trim().toLowerCase())
+        : null
     for (const k in headers) {
-      if (HOP_BY_HOP.has(k)) continue
+      if (HOP_BY_HOP.has(k) || (named !== null && named.includes(k))) continue
       const v = headers[k]
-      if (v !== undefined) out[k] = v
+      if (v !== undefined) out.push(k, v)
     }
-    if (typeof connection === 'string' && connection.includes(','))
-      for (const t of connection.split(',')) delete out[t.trim().toLowerCase()]
-    out[REQUEST_ID_HEADER] = this.rid
+    out.push(REQUEST_ID_HEADER, this.rid)
     const ct = headers['content-type']
     this.sse = typeof ct === 'string' && ct.startsWith('text/event-stream')
     try {
@@ -267,7 +292,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     if (!this.res.write(chunk)) {
       controller.pause()
-      this.res.once('drain', this.onDrain)
+      if (!this.drainListener) {
+        this.drainListener = true
+        this.res.on('drain', onResponseDrain)
+      }
     }
   }
 
@@ -423,7 +451,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.done = true
     const p = this.proxy
     const now = p.now()
-    this.res.off('drain', this.onDrain)
+    if (this.drainListener) this.res.off('drain', onResponseDrain)
     if (this.upstream) p.upstreams.release(this.upstream)
     if (this.ticket) this.ticket.release(status === 'ok' ? now - this.tDispatch : null)
     if (status === 'ok') p.counts.ok++
@@ -483,8 +511,10 @@ class ProxyImpl implements Proxy {
       },
     }))
     this.#signalLabels = { ...opts.labels }
-    this.server = createServer(
+    // Typed as a plain Server outside: ProxyResponse only adds the exchange field.
+    const server = createServer<typeof IncomingMessage, typeof ProxyResponse>(
       {
+        ServerResponse: ProxyResponse,
         maxHeaderSize: opts.maxHeaderBytes,
         headersTimeout: opts.headersTimeoutMs,
         requestTimeout: 0,
@@ -493,6 +523,7 @@ class ProxyImpl implements Proxy {
       },
       (req, res) => this.#handle(req, res),
     )
+    this.server = server as unknown as Server
     this.server.on('connection', (s: Socket) => {
       this.#sockets.add(s)
       s.setNoDelay(true)
@@ -546,7 +577,7 @@ class ProxyImpl implements Proxy {
     return this.opts.labels
   }
 
-  #handle(req: IncomingMessage, res: ServerResponse): void {
+  #handle(req: IncomingMessage, res: ProxyResponse): void {
     const t0 = this.now()
     this.counts.requests++
     const h = req.headers
@@ -595,16 +626,15 @@ class ProxyImpl implements Proxy {
       req.resume()
       return
     }
-    const { traceparent } = nextTraceparent(typeof h.traceparent === 'string' ? h.traceparent : undefined)
+    const traceparent = traceparentFor(typeof h.traceparent === 'string' ? h.traceparent : undefined)
     const url = req.url ?? '/'
     const ex = new Exchange(this, req, res, t0, rid, traceparent, this.#labelsFor(url))
-    res.once('close', () => {
-      if (!ex.done && !res.writableFinished) {
-        this.counts.clientClosed++
-        ex.abort(new Error('client_closed'))
-      }
-    })
-    ex.pending = this.admission.request(cls, deadline, (d) => this.#decided(ex, d))
+    res.exchange = ex
+    res.on('close', onResponseClose)
+    // A free slot is the common case: admitted here, without the callback and decision objects of a wait.
+    const ticket = this.admission.tryAdmit(cls, deadline)
+    if (ticket !== null) this.#forward(ex, ticket, 0)
+    else ex.pending = this.admission.request(cls, deadline, (d) => this.#decided(ex, d))
   }
 
   #bad(res: ServerResponse, rid: string, message: string): void {
@@ -630,7 +660,13 @@ class ProxyImpl implements Proxy {
       ex.finish('shed', d.reason)
       return
     }
-    ex.ticket = d.ticket
+    this.#forward(ex, d.ticket, d.queuedMs)
+  }
+
+  /** Sends an admitted request to an upstream. */
+  #forward(ex: Exchange, ticket: Ticket, queuedMs: number): void {
+    ex.queuedMs = queuedMs
+    ex.ticket = ticket
     if (ex.abortReason) {
       ex.finish('error', ex.abortReason.message)
       return
@@ -690,23 +726,25 @@ class ProxyImpl implements Proxy {
   /** Folds a finished exchange into the recorder. */
   record(ex: Exchange, status: 'ok' | 'error' | 'shed', errorClass: string | undefined, now: number): void {
     const labels = ex.model !== null ? { ...ex.labels, model: ex.model } : ex.labels
-    const phasesUs: Record<string, number> = { queue: ex.queuedMs * 1000, total: (now - ex.t0) * 1000 }
-    if (ex.tConnected >= 0) phasesUs.network = (ex.tConnected - ex.tDispatch) * 1000
     const tokens = ex.usageTokens >= 0 ? ex.usageTokens : ex.sse ? ex.events : undefined
-    let ttftUs: number | undefined
-    let tpotUs: number | undefined
     const first = ex.sse ? ex.tFirstEvent : ex.tFirstByte
-    if (status === 'ok' && first >= 0) ttftUs = (first - ex.t0) * 1000
-    if (status === 'ok' && ex.sse && tokens !== undefined && tokens > 1 && ex.tLastEvent > ex.tFirstEvent)
-      tpotUs = ((ex.tLastEvent - ex.tFirstEvent) * 1000) / (tokens - 1)
+    // One shape for every request, whatever it did (absent values are undefined, which the recorder skips):
+    // no spreads of temporary objects, and the recorder's property reads stay monomorphic.
     this.#sink.recordRequest({
       labels,
       status,
-      ...(errorClass !== undefined ? { errorClass } : {}),
-      phasesUs,
-      ...(ttftUs !== undefined ? { ttftUs } : {}),
-      ...(tpotUs !== undefined ? { tpotUs } : {}),
-      ...(tokens !== undefined ? { outputTokens: tokens } : {}),
+      errorClass,
+      phasesUs: {
+        queue: ex.queuedMs * 1000,
+        network: ex.tConnected >= 0 ? (ex.tConnected - ex.tDispatch) * 1000 : undefined,
+        total: (now - ex.t0) * 1000,
+      },
+      ttftUs: status === 'ok' && first >= 0 ? (first - ex.t0) * 1000 : undefined,
+      tpotUs:
+        status === 'ok' && ex.sse && tokens !== undefined && tokens > 1 && ex.tLastEvent > ex.tFirstEvent
+          ? ((ex.tLastEvent - ex.tFirstEvent) * 1000) / (tokens - 1)
+          : undefined,
+      outputTokens: tokens,
     })
   }
 

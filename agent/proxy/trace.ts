@@ -29,6 +29,17 @@ const ZERO_SPAN = '0'.repeat(16)
  * ```
  */
 export function nextTraceparent(incoming: string | undefined): { traceparent: string; traceId: string } {
+  const traceparent = traceparentFor(incoming)
+  return { traceparent, traceId: traceparent.slice(3, 35) }
+}
+
+/**
+ * {@link nextTraceparent}'s header alone, as the proxy needs it on every request: no result object, and a new
+ * trace's ids come from one read of the random pool.
+ *
+ * @example traceparentFor(undefined) // '00-<32 hex>-<16 hex>-01'
+ */
+export function traceparentFor(incoming: string | undefined): string {
   if (incoming !== undefined && incoming.length <= 512) {
     const m = TRACEPARENT.exec(incoming.trim().toLowerCase())
     // Version ff is forbidden; version 00 has exactly four fields; later versions may append more.
@@ -39,10 +50,10 @@ export function nextTraceparent(incoming: string | undefined): { traceparent: st
       m[2] !== ZERO_TRACE &&
       m[3] !== ZERO_SPAN
     )
-      return { traceparent: `00-${m[2]}-${randomHex(8)}-${m[4]}`, traceId: m[2]! }
+      return `00-${m[2]}-${randomHex(8)}-${m[4]}`
   }
-  const traceId = randomHex(16)
-  return { traceparent: `00-${traceId}-${randomHex(8)}-01`, traceId }
+  const ids = randomHex(24)
+  return `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`
 }
 
 const REQUEST_ID = /^[\w.:/+=-]{1,128}$/

@@ -37,6 +37,26 @@ describe('admission', () => {
     expect(adm.queued).toBe(1)
   })
 
+  it('tryAdmit takes a free slot at once, and leaves a request that would wait to request()', () => {
+    const adm = createAdmission({ classes: [cls(0, 1), cls(1, 1)] })
+    const t = adm.tryAdmit(0, undefined)
+    expect(t?.priorityClass).toBe(0)
+    expect(adm.inFlight).toBe(1)
+    expect(adm.tryAdmit(0, undefined)).toBeNull() // at the cap: nothing admitted, nothing queued
+    expect(adm.tryAdmit(1, 0)).toBeNull() // a spent deadline is request()'s to shed
+    expect(adm.inFlight).toBe(1)
+    expect(adm.queued).toBe(0)
+    const s = sink()
+    adm.request(0, undefined, s.as('waits'))
+    expect(adm.queued).toBe(1)
+    expect(adm.tryAdmit(0, undefined)).toBeNull() // a waiter comes first
+    t!.release(3)
+    t!.release(3) // a second release is ignored
+    expect(s.got.map((g) => g.id)).toEqual(['waits'])
+    expect(adm.inFlight).toBe(1)
+    expect(adm.totals().admitted.get(0)).toBe(2)
+  })
+
   it('serves the most important class first when a slot frees up', () => {
     const adm = createAdmission({
       classes: [cls(0, 10), cls(1, 10)],

@@ -78,6 +78,33 @@ describe('proxy: forwarding', () => {
     expect(rids[1]).toBe('client-id-1')
   })
 
+  it('passes response headers on, repeated ones included, without hop-by-hop ones or those Connection names', async () => {
+    const { url } = await setup((_req, res) => {
+      res.setHeader('set-cookie', ['a=1', 'b=2'])
+      res.setHeader('x-model', 'm1')
+      res.setHeader('x-hop', 'drop me')
+      res.setHeader('connection', 'keep-alive, x-hop')
+      res.setHeader('trailer', 'x-checksum')
+      res.end('ok')
+    })
+    const raw = await new Promise<string[]>((resolve, reject) => {
+      httpRequest(`${url}/h`, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.rawHeaders))
+      })
+        .on('error', reject)
+        .end()
+    })
+    const pairs: Array<[string, string]> = []
+    for (let i = 0; i < raw.length; i += 2) pairs.push([raw[i]!.toLowerCase(), raw[i + 1]!])
+    const values = (k: string) => pairs.filter(([n]) => n === k).map(([, v]) => v)
+    expect(values('set-cookie')).toEqual(['a=1', 'b=2'])
+    expect(values('x-model')).toEqual(['m1'])
+    expect(values('x-hop')).toEqual([])
+    expect(values('trailer')).toEqual([])
+    expect(values('x-request-id')).toHaveLength(1)
+  })
+
   it('forwards SSE events as they arrive and measures ttft, tpot and tokens per event', async () => {
     const { url, recorder } = await setup((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
