@@ -123,6 +123,8 @@ interface Waiter {
   readonly cls: number
   timer: NodeJS.Timeout | null
   done: boolean
+  /** The class queue the waiter sits in (the class its `cls` resolved to then; a later class may change that). */
+  state: ClassState | null
 }
 
 class ClassState {
@@ -147,6 +149,7 @@ class ClassState {
   }
 
   push(w: Waiter): void {
+    w.state = this
     this.queue.push(w)
     this.queuedCount++
   }
@@ -330,7 +333,7 @@ class AdmissionImpl implements Admission {
         timeoutReason = 'deadline'
       }
     }
-    const w: Waiter = { decide, enqueuedAt: now, cls: priorityClass, timer: null, done: false }
+    const w: Waiter = { decide, enqueuedAt: now, cls: priorityClass, timer: null, done: false, state: null }
     w.timer = setTimeout(() => this.#expire(w, timeoutReason), Math.max(0, timeoutMs))
     w.timer.unref?.()
     s.push(w)
@@ -358,17 +361,14 @@ class AdmissionImpl implements Admission {
   #dequeue(w: Waiter): ClassState {
     w.done = true
     if (w.timer) clearTimeout(w.timer)
-    const s = this.#findQueue(w)
+    // The queue it is in, not the class its number resolves to now: a class added since (say 2, where 2 used to
+    // fall to class 1) would take the count from the wrong queue, and #pump would spin on the other's ghost.
+    const s = w.state!
     s.queuedCount--
     this.#queued--
     const now = this.#clock()
     this.#queuedGauge.set(this.#queued, now)
     s.queuedGauge.set(s.waiting, now)
-    return s
-  }
-
-  #findQueue(w: Waiter): ClassState {
-    const s = this.#resolve(w.cls)
     return s
   }
 
@@ -429,7 +429,11 @@ class AdmissionImpl implements Admission {
       }
       if (!picked) return
       const w = picked.shift()
-      if (!w) continue
+      if (!w) {
+        // only done waiters were left, so the count was off: correct it rather than loop on it
+        picked.queuedCount = 0
+        continue
+      }
       w.done = true
       if (w.timer) clearTimeout(w.timer)
       this.#queued--

@@ -37,6 +37,28 @@ describe('admission', () => {
     expect(adm.queued).toBe(1)
   })
 
+  it('a waiter cancelled after a new class took its number leaves its own queue, and the next release does not spin', () => {
+    // Class 2 does not exist yet, so a class-2 request waits in class 1's queue; then class 2 is added.
+    const adm = createAdmission({ classes: [cls(0, 1), cls(1, 1)] })
+    const s = sink()
+    adm.request(1, undefined, s.as('a'))
+    const pending = adm.request(2, undefined, s.as('b'))
+    expect(adm.queued).toBe(1)
+    adm.setClasses([cls(0, 1), cls(1, 1), cls(2, 1)], true)
+    pending.cancel()
+    expect(adm.queued).toBe(0)
+    const queuedByClass = Object.fromEntries(
+      adm.takeSignals().byClass.map((c) => [c.priorityClass, c.queued.last]),
+    )
+    expect(queuedByClass).toEqual({ 0: 0, 1: 0, 2: 0 })
+    // (before the fix, class 1 still counted the cancelled waiter and this release looped forever)
+    const a = s.got[0]!.d
+    if (a.kind !== 'admit') throw new Error('expected admit')
+    a.ticket.release(5)
+    adm.request(1, undefined, s.as('c'))
+    expect(s.got.map((g) => g.id)).toEqual(['a', 'c'])
+  })
+
   it('tryAdmit takes a free slot at once, and leaves a request that would wait to request()', () => {
     const adm = createAdmission({ classes: [cls(0, 1), cls(1, 1)] })
     const t = adm.tryAdmit(0, undefined)
