@@ -48,7 +48,7 @@ describe('admission', () => {
     pending.cancel()
     expect(adm.queued).toBe(0)
     const queuedByClass = Object.fromEntries(
-      adm.takeSignals().byClass.map((c) => [c.priorityClass, c.queued.last]),
+      adm.takeSignals().byClass.map((c) => [c.priorityClass, c.queued?.last]),
     )
     expect(queuedByClass).toEqual({ 0: 0, 1: 0, 2: 0 })
     // (before the fix, class 1 still counted the cancelled waiter and this release looped forever)
