@@ -7,18 +7,17 @@
 import { execFileSync, spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadNativeNvml } from '../../agent/sources/nvml-native.js'
+import { packageRoot } from '../../collector/paths.js'
+import { freePort } from '../helpers/ports.js'
 
 const { values: args } = parseArgs({
   options: { out: { type: 'string' }, 'load-s': { type: 'string', default: '40' } },
 })
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-const cli = join(root, 'dist', 'bin', 'tailguard.js')
+const cli = join(packageRoot(), 'dist', 'bin', 'tailguard.js')
 const loadS = Number(args['load-s'])
 const report: Record<string, unknown> = {}
 const results: Array<{ check: string; ok: boolean; detail: string }> = []
@@ -33,17 +32,6 @@ const smi = (query: string, kind = '--query-gpu') =>
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => l.split(',').map((c) => c.trim()))
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer()
-    s.once('error', rej)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => res(port))
-    })
-  })
-}
 
 // 1. The addon against nvidia-smi, in this process.
 const smiGpus = smi('index,uuid,name,pci.bus_id,memory.total,driver_version')
