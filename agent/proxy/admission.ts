@@ -294,12 +294,15 @@ class AdmissionImpl implements Admission {
     return false
   }
 
+  /** A free slot in the class and overall, and nothing of this class or a more important one waiting for it. */
+  #admitsAtOnce(s: ClassState): boolean {
+    return s.inFlight < s.sp.maxConcurrency && this.#globalFree() && !this.#blockedByQueue(s)
+  }
+
   tryAdmit(priorityClass: number, deadlineMs: number | undefined): Ticket | null {
     if (deadlineMs !== undefined && !(deadlineMs > 0)) return null
     const s = this.#resolve(priorityClass)
-    if (s.inFlight < s.sp.maxConcurrency && this.#globalFree() && !this.#blockedByQueue(s))
-      return this.#admitTicket(s, this.#clock())
-    return null
+    return this.#admitsAtOnce(s) ? this.#admitTicket(s, this.#clock()) : null
   }
 
   request(priorityClass: number, deadlineMs: number | undefined, decide: (d: Decision) => void): Pending {
@@ -309,7 +312,7 @@ class AdmissionImpl implements Admission {
       this.#shed(s, 'deadline', 0, decide)
       return NO_PENDING
     }
-    if (s.inFlight < s.sp.maxConcurrency && this.#globalFree() && !this.#blockedByQueue(s)) {
+    if (this.#admitsAtOnce(s)) {
       decide({ kind: 'admit', queuedMs: 0, ticket: this.#admitTicket(s, now) })
       return NO_PENDING
     }
