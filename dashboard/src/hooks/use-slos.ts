@@ -2,13 +2,16 @@ import type { SloDetailResponse, SloListResponse } from '../lib/slo-types.js'
 import { useApi } from './use-api.js'
 import type { ApiState } from './use-api.js'
 
+/** The path of the SLO list. */
+export const SLOS_PATH = 'slos'
+
 /**
  * Every SLO with its latest evaluation (`GET /api/v1/slos`), refreshed every `refreshMs`.
  *
  * @example const { response, error, status } = useSlos(10_000)
  */
 export function useSlos(refreshMs?: number): ApiState<SloListResponse> {
-  return useApi<SloListResponse>('slos', {}, refreshMs)
+  return useApi<SloListResponse>(SLOS_PATH, {}, refreshMs)
 }
 
 /**
