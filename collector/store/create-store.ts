@@ -1,3 +1,4 @@
+import { withBulkStatementCache } from './sqlite-bulk.js'
 import type BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
 import { Kysely, SqliteDialect, sql } from 'kysely'
@@ -86,7 +87,9 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
       }
     } else {
       dialect = 'sqlite'
-      db = new Kysely<DB>({ dialect: new SqliteDialect({ database: openSqlite(opts.url) }) })
+      db = new Kysely<DB>({
+        dialect: new SqliteDialect({ database: withBulkStatementCache(openSqlite(opts.url)) }),
+      })
     }
   } catch (err) {
     if (err instanceof StoreUnavailable || err instanceof ConfigInvalid) throw err
