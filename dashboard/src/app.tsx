@@ -2,6 +2,7 @@ import { Suspense, lazy } from 'react'
 import { useAuth } from './auth.js'
 import { StateMessage } from './components/state-message.js'
 import { Header } from './components/header.js'
+import { LoadBoundary, PageFailed } from './components/load-boundary.js'
 import { LoginForm } from './components/login-form.js'
 import { useRoute } from './hooks/use-route.js'
 import { useSharedRange } from './hooks/use-shared-range.js'
@@ -46,31 +47,33 @@ export function App() {
   return (
     <>
       <Header route={route} range={range} onSignOut={() => signOut()} />
-      <Suspense fallback={<PageLoading />}>
-        {route.page === 'service' ? (
-          <ServiceDetail key={`${route.service}\u0000${route.model}`} route={route} navigate={navigate} />
-        ) : route.page === 'slos' ? (
-          <SloList />
-        ) : route.page === 'slo' ? (
-          <SloDetail key={route.name} name={route.name} />
-        ) : route.page === 'gpus' ? (
-          <GpusPage route={route} navigate={navigate} />
-        ) : route.page === 'fleet' ? (
-          <FleetPage route={route} navigate={navigate} />
-        ) : route.page === 'alerts' ? (
-          <AlertsPage route={route} navigate={navigate} />
-        ) : route.page === 'controllers' ? (
-          <ControllerList />
-        ) : route.page === 'controller' ? (
-          <ControllerDetail key={route.target} route={route} navigate={navigate} />
-        ) : route.page === 'whatif' ? (
-          <WhatifPage />
-        ) : route.page === 'not-found' ? (
-          <NotFound what={route.path} reason="The dashboard has no page at this address." />
-        ) : (
-          <ServiceList />
-        )}
-      </Suspense>
+      <LoadBoundary key={route.page} fallback={(error) => <PageFailed error={error} />}>
+        <Suspense fallback={<PageLoading />}>
+          {route.page === 'service' ? (
+            <ServiceDetail key={`${route.service}\u0000${route.model}`} route={route} navigate={navigate} />
+          ) : route.page === 'slos' ? (
+            <SloList />
+          ) : route.page === 'slo' ? (
+            <SloDetail key={route.name} name={route.name} />
+          ) : route.page === 'gpus' ? (
+            <GpusPage route={route} navigate={navigate} />
+          ) : route.page === 'fleet' ? (
+            <FleetPage route={route} navigate={navigate} />
+          ) : route.page === 'alerts' ? (
+            <AlertsPage route={route} navigate={navigate} />
+          ) : route.page === 'controllers' ? (
+            <ControllerList />
+          ) : route.page === 'controller' ? (
+            <ControllerDetail key={route.target} route={route} navigate={navigate} />
+          ) : route.page === 'whatif' ? (
+            <WhatifPage />
+          ) : route.page === 'not-found' ? (
+            <NotFound what={route.path} reason="The dashboard has no page at this address." />
+          ) : (
+            <ServiceList />
+          )}
+        </Suspense>
+      </LoadBoundary>
     </>
   )
 }

@@ -381,6 +381,28 @@ describe.skipIf(!RUN)('dashboard end to end (headless Chromium)', () => {
     }
   })
 
+  it('says so when a page or the fleet chart cannot be loaded, and the rest still works', async () => {
+    // Pages and the fleet chart come in chunks of their own (dashboard/src/app.tsx): a chunk that no longer exists
+    // (the collector upgraded while the tab stayed open) must not leave a blank page.
+    const { page } = await openPage()
+    await page.route(/\/assets\/(slos|charts)-[^/]*\.js$/, (route) => route.abort())
+    await page.goto(`${h.backend.url}/#token=${encodeURIComponent(h.backend.token)}&/`)
+    await page.locator('section[aria-label="fleet"][data-state="ready"]').waitFor()
+    const chart = page.locator('section[aria-label="Request rate and goodput"]')
+    await expect.poll(() => chart.getAttribute('data-state')).toBe('error')
+    expect(await chart.textContent()).toContain('reload the page')
+
+    await page.evaluate(`window.location.hash = '#/slos'`)
+    const failed = page.locator('main[data-page="load-failed"]')
+    await failed.waitFor()
+    expect(await failed.textContent()).toContain('This page could not be loaded')
+    expect(await failed.locator('button', { hasText: 'Reload' }).count()).toBe(1)
+    // Another page loads again (the boundary starts over with the route).
+    await page.locator('main[data-page="load-failed"] a.back').click()
+    await page.locator('section[aria-label="fleet"][data-state="ready"]').waitFor()
+    await page.context().close()
+  })
+
   it('shows the error for a bad token in the fragment', async () => {
     const { page } = await openPage()
     await page.goto(`${h.backend.url}/#token=wrong`)

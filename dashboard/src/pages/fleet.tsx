@@ -2,10 +2,11 @@ import { Suspense, lazy } from 'react'
 import { BudgetBarView } from '../components/tiles/budget-bar.js'
 import { NumberTile } from '../components/tiles/number-tile.js'
 import { ChartFrame } from '../components/chart-frame.js'
+import { LoadBoundary } from '../components/load-boundary.js'
 import { TimeRangePicker } from '../components/pickers.js'
 import { StateMessage } from '../components/state-message.js'
 import { TableHead } from '../components/table-head.js'
-import { requestEarly } from '../api.js'
+import { ApiError, requestEarly } from '../api.js'
 import { useApi } from '../hooks/use-api.js'
 import { SLOS_PATH, useSlos } from '../hooks/use-slos.js'
 import { fleetRows, fleetTotals } from '../lib/fleet.js'
@@ -15,6 +16,18 @@ import { SERVICE_ROUTE_DEFAULTS, formatRoute } from '../lib/route.js'
 import type { FleetRoute, Route } from '../lib/route.js'
 import { formatBurnRate } from '../lib/slo.js'
 import { timeRange } from '../lib/time-range.js'
+
+/** The chart's panel when its chunk could not be loaded: the table above still works. */
+const chartFailed = (error: Error) => (
+  <ChartFrame
+    title="Request rate and goodput"
+    status="error"
+    error={new ApiError(0, 'LOAD_FAILED', `${error.message}; reload the page`)}
+    empty
+  >
+    {() => null}
+  </ChartFrame>
+)
 
 /**
  * The chart below the table comes in its own chunk with recharts, so the table (what the page is for) renders from the
@@ -254,9 +267,11 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
       {fleet.status === 'loading' ? (
         chartLoading
       ) : (
-        <Suspense fallback={chartLoading}>
-          <FleetRateGraph rows={rows} status={fleet.status} error={fleet.error} />
-        </Suspense>
+        <LoadBoundary fallback={(error) => chartFailed(error)}>
+          <Suspense fallback={chartLoading}>
+            <FleetRateGraph rows={rows} status={fleet.status} error={fleet.error} />
+          </Suspense>
+        </LoadBoundary>
       )}
     </main>
   )
