@@ -151,6 +151,31 @@ describe('recorder', () => {
     expect(decodeHistogram(next.series[0]!.histograms.queue!).totalCount).toBe(ticks)
   })
 
+  it('encodes each histogram exactly past the 512 a drain joins into one string', async () => {
+    // The drain joins its encoded histograms 512 at a time and hands each its slice (agent/recorder.ts
+    // EncodedBatch): 700 series × 2 phases cross that boundary twice, in drain() and in drainSliced().
+    for (const sliced of [false, true]) {
+      const rand = prng(sliced ? 11 : 12)
+      const rec = createRecorder({ maxSeries: 1000, maxSeriesPerService: 1000 })
+      const direct = new Map<string, ReturnType<typeof newHistogram>>()
+      for (let r = 0; r < 700; r++)
+        for (const phase of ['queue', 'total'] as const) {
+          const h = newHistogram()
+          for (let i = 0; i < 1 + (r % 7); i++) {
+            const v = latencySampleUs(rand, 1_000 + r)
+            rec.recordLatency({ ...labels, replica: `r${r}` }, phase, v)
+            h.recordValue(v)
+          }
+          direct.set(`r${r}/${phase}`, h)
+        }
+      const { series } = sliced ? await rec.drainSliced({ sliceMs: 0 }) : rec.drain()
+      expect(series).toHaveLength(700)
+      for (const s of series)
+        for (const phase of ['queue', 'total'] as const)
+          expect(s.histograms[phase]).toBe(encodeHistogram(direct.get(`${s.labels.replica}/${phase}`)!))
+    }
+  })
+
   it('keeps a replica on two nodes as two series, and forgets one of them alone', () => {
     const rec = createRecorder()
     const a = { ...labels, node: 'n1' }
