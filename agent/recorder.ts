@@ -353,6 +353,10 @@ class RecorderImpl implements Recorder {
   #states: SeriesState[] = []
   // Consecutive calls are often for the same series: a one-entry cache, checked field by field.
   #last: SeriesState | undefined
+  // The label objects of recent lookups and their states (see #lookup), a ring.
+  readonly #recentLabels: Array<SeriesLabels | undefined> = new Array(RECENT_LABEL_OBJECTS).fill(undefined)
+  readonly #recentStates: Array<SeriesState | undefined> = new Array(RECENT_LABEL_OBJECTS).fill(undefined)
+  #recentNext = 0
   #dropped = new Map<string, number>()
   recordedRequests = 0
   readonly #limits: RecorderLimits
@@ -388,7 +392,21 @@ class RecorderImpl implements Recorder {
   #lookup(labels: SeriesLabels): SeriesState {
     const last = this.#last
     if (last !== undefined && last.live && last.matches(labels)) return last
-    return (this.#last = this.#resolve(labels))
+    // The label objects of the last few series recorded into, by identity (callers that keep one object per
+    // series, as the agent's sources do, interleave a handful of them): their states are checked field by field
+    // all the same, since a caller may change its object between calls.
+    const objects = this.#recentLabels
+    for (let k = 0; k < RECENT_LABEL_OBJECTS; k++)
+      if (objects[k] === labels) {
+        const s = this.#recentStates[k]!
+        return (this.#last = this.#recentStates[k] = s.live && s.matches(labels) ? s : this.#resolve(labels))
+      }
+    const s = this.#resolve(labels)
+    const k = this.#recentNext
+    objects[k] = labels
+    this.#recentStates[k] = s
+    this.#recentNext = (k + 1) % RECENT_LABEL_OBJECTS
+    return (this.#last = s)
   }
 
   #resolve(raw: SeriesLabels): SeriesState {
@@ -514,6 +532,11 @@ class RecorderImpl implements Recorder {
       else this.#perService.set(l.service, n)
     }
     if (this.#last === s) this.#last = undefined
+    for (let k = 0; k < RECENT_LABEL_OBJECTS; k++)
+      if (this.#recentStates[k] === s) {
+        this.#recentStates[k] = undefined
+        this.#recentLabels[k] = undefined
+      }
   }
 
   /** Label values as the report schema takes them: well-formed Unicode, no NUL, at most 256 characters. */
@@ -789,6 +812,9 @@ class EncodedBatch {
     this.#texts = []
   }
 }
+
+/** Label objects {@link RecorderImpl} remembers by identity (lookups scan them all: keep it small). */
+const RECENT_LABEL_OBJECTS = 8
 
 /** Largest output-token count one request may report (larger ones are dropped and counted). */
 const MAX_OUTPUT_TOKENS_PER_REQUEST = 100_000_000

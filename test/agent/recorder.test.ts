@@ -151,6 +151,30 @@ describe('recorder', () => {
     expect(decodeHistogram(next.series[0]!.histograms.queue!).totalCount).toBe(ticks)
   })
 
+  it('records into the right series when callers interleave label objects and change one of them', () => {
+    // The recorder remembers the last 8 label objects by identity (agent/recorder.ts #lookup): 12 objects in turn
+    // overflow that ring, and one changed between calls must land in its new series.
+    const rec = createRecorder()
+    const objects = Array.from({ length: 12 }, (_, i) => ({ ...labels, replica: `r${i}` }))
+    for (let round = 0; round < 3; round++) {
+      if (round === 2) objects[3]!.replica = 'moved'
+      for (const o of objects) rec.recordLatency(o, 'queue', 100)
+      for (const o of objects.slice(0, 5)) rec.recordLatency(o, 'queue', 100)
+    }
+    const counts = Object.fromEntries(
+      rec.drain().series.map((s) => [s.labels.replica, decodeHistogram(s.histograms.queue!).totalCount]),
+    )
+    expect(counts).toEqual({
+      r0: 6,
+      r1: 6,
+      r2: 6,
+      r3: 4,
+      moved: 2,
+      r4: 6,
+      ...Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`r${i + 5}`, 3])),
+    })
+  })
+
   it('encodes each histogram exactly past the 512 a drain joins into one string', async () => {
     // The drain joins its encoded histograms 512 at a time and hands each its slice (agent/recorder.ts
     // EncodedBatch): 700 series × 2 phases cross that boundary twice, in drain() and in drainSliced().
