@@ -1060,8 +1060,24 @@ async function rollUpHist(
  * Histograms merged per key (sparse counts added bucket by bucket), encoded on the way out. A key with one
  * histogram keeps its encoding as it came (nothing to decode), as a report's only replica of a service does.
  */
+/** One group of a {@link Merge}: its first histogram kept encoded until a second one comes. */
+interface MergeGroup<K> {
+  readonly key: K
+  readonly first: string
+  h: Histogram | null
+}
+
+/** The group's merged histogram, decoding its first one when a second arrives. */
+function opened<K>(g: MergeGroup<K>): Histogram {
+  if (!g.h) {
+    g.h = newHistogram()
+    addEncoded(g.h, g.first)
+  }
+  return g.h
+}
+
 class Merge<K extends readonly [string | number, string, ...number[]]> {
-  readonly #groups = new Map<string, { key: K; first: string; h: Histogram | null }>()
+  readonly #groups = new Map<string, MergeGroup<K>>()
 
   add(key: K, encoded: string): void {
     const id = key.join('\u0000')
@@ -1070,11 +1086,7 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
       this.#groups.set(id, { key, first: encoded, h: null })
       return
     }
-    if (!g.h) {
-      g.h = newHistogram()
-      addEncoded(g.h, g.first)
-    }
-    addEncoded(g.h, encoded)
+    addEncoded(opened(g), encoded)
   }
 
   /**
@@ -1090,11 +1102,7 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
       if (check.ok && check.totalCount > 0) this.#groups.set(id, { key, first: encoded, h: null })
       return check
     }
-    if (!g.h) {
-      g.h = newHistogram()
-      addEncoded(g.h, g.first)
-    }
-    const h = g.h
+    const h = opened(g)
     return inspectHistogram(encoded, (i, n) => h.addAtIndex(i, n))
   }
 

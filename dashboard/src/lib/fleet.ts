@@ -76,6 +76,9 @@ function minOrNull(xs: readonly (number | null)[]): number | null {
   return known.length > 0 ? Math.min(...known) : null
 }
 
+/** The title of the fleet page's rate chart, shared by the chart and the panels shown while its chunk loads. */
+export const FLEET_RATE_CHART_TITLE = 'Request rate and goodput'
+
 /**
  * Why a service needs attention: an alert firing; else its budget overspent, burning faster than it refills
  * (burn rate above 1) or an alert pending; else p99 over its latency objective; else nothing (`ok`), or no

@@ -9,7 +9,7 @@ import { TableHead } from '../components/table-head.js'
 import { ApiError, requestEarly } from '../api.js'
 import { useApi } from '../hooks/use-api.js'
 import { SLOS_PATH, useSlos } from '../hooks/use-slos.js'
-import { fleetRows, fleetTotals } from '../lib/fleet.js'
+import { FLEET_RATE_CHART_TITLE, fleetRows, fleetTotals } from '../lib/fleet.js'
 import type { FleetResponse, FleetRow } from '../lib/fleet.js'
 import { formatMs, formatPercent, formatRate } from '../lib/format.js'
 import { SERVICE_ROUTE_DEFAULTS, formatRoute } from '../lib/route.js'
@@ -20,7 +20,7 @@ import { timeRange } from '../lib/time-range.js'
 /** The chart's panel when its chunk could not be loaded: the table above still works. */
 const chartFailed = (error: Error) => (
   <ChartFrame
-    title="Request rate and goodput"
+    title={FLEET_RATE_CHART_TITLE}
     status="error"
     error={new ApiError(0, 'LOAD_FAILED', `${error.message}; reload the page`)}
     empty
@@ -39,7 +39,7 @@ const FleetRateGraph = lazy(() =>
 
 /** The chart's panel until its chunk and the data are in. */
 const chartLoading = (
-  <ChartFrame title="Request rate and goodput" status="loading" error={null} empty={false}>
+  <ChartFrame title={FLEET_RATE_CHART_TITLE} status="loading" error={null} empty={false}>
     {() => null}
   </ChartFrame>
 )
@@ -267,7 +267,7 @@ export function FleetPage({ route, navigate }: { route: FleetRoute; navigate: (t
       {fleet.status === 'loading' ? (
         chartLoading
       ) : (
-        <LoadBoundary fallback={(error) => chartFailed(error)}>
+        <LoadBoundary fallback={chartFailed}>
           <Suspense fallback={chartLoading}>
             <FleetRateGraph rows={rows} status={fleet.status} error={fleet.error} />
           </Suspense>

@@ -2,6 +2,7 @@ import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAx
 import type { ApiError } from '../../api.js'
 import type { LoadStatus } from '../../hooks/use-api.js'
 import { formatRate } from '../../lib/format.js'
+import { FLEET_RATE_CHART_TITLE } from '../../lib/fleet.js'
 import type { FleetRow } from '../../lib/fleet.js'
 import { ChartFrame } from '../chart-frame.js'
 
@@ -27,7 +28,7 @@ export function FleetRateGraph({ rows, status, error }: FleetRateGraphProps) {
     .map((r) => ({ service: r.service, rate: r.ratePerSecond, goodput: r.goodputPerSecond }))
   return (
     <ChartFrame
-      title="Request rate and goodput"
+      title={FLEET_RATE_CHART_TITLE}
       subtitle="per service over the time with data in the range; goodput counts ok requests within the latency SLOs"
       status={status}
       error={error}
