@@ -199,7 +199,7 @@ describe('docs: shell examples run', () => {
   })
 
   for (const page of pages) {
-    it.concurrent(`${page}: every sh block runs`, { timeout: 180_000 }, async () => {
+    it.concurrent(`${page}: every sh block runs`, { timeout: 300_000 }, async () => {
       const dir = join(base, page.replace(/[/.]/g, '_'))
       mkdirSync(dir)
       for (const link of ['dist', 'node_modules', 'controller', 'test', 'deploy'])
@@ -256,7 +256,7 @@ function runBash(script: string, env: NodeJS.ProcessEnv, cwd: string, label: str
     let out = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (out += d.toString()))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    const timer = setTimeout(() => child.kill('SIGKILL'), 150_000)
     child.on('exit', (code, signal) => {
       clearTimeout(timer)
       if (code === 0) resolve()

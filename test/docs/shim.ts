@@ -47,7 +47,8 @@ appendFileSync(process.env.TG_DOCS_PIDS, child.pid + ' ' + cmd + '\n')
 let exited = null
 child.on('exit', (code) => { exited = code ?? 1 })
 const ready = READY[cmd] ?? /\n/
-const deadline = Date.now() + 30000
+// 90 s: under the whole suite on a 2-core CI runner, start with its demo children once took over 30 s.
+const deadline = Date.now() + 90000
 for (;;) {
   await new Promise((r) => setTimeout(r, 100))
   const out = readFileSync(log, 'utf8')
@@ -61,7 +62,7 @@ for (;;) {
     process.exit(exited === 0 ? 1 : exited)
   }
   if (Date.now() > deadline) {
-    process.stdout.write(out + '\n(docs test: no ready line from tailguard ' + cmd + ' within 30 s)\n')
+    process.stdout.write(out + '\n(docs test: no ready line from tailguard ' + cmd + ' within 90 s)\n')
     process.exit(1)
   }
 }
