@@ -15,6 +15,8 @@ export interface ValidationProblem {
   readonly message: string
 }
 
+/** `String.prototype.isWellFormed` (Node >= 20), looked up once. */
+const NATIVE_WELL_FORMED = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 /**
@@ -23,8 +25,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * @example isWellFormedUnicode('pod-\ud800') // false
  */
 export function isWellFormedUnicode(s: string): boolean {
-  const native = (s as { isWellFormed?: () => boolean }).isWellFormed
-  return native ? native.call(s) : !LONE_SURROGATE.test(s)
+  return NATIVE_WELL_FORMED ? NATIVE_WELL_FORMED.call(s) : !LONE_SURROGATE.test(s)
 }
 
 /**
@@ -44,23 +45,55 @@ const escapeKey = (k: string): string => k.replaceAll('~', '~0').replaceAll('/',
 
 /**
  * The path of the first string or key in `value` that is not well-formed Unicode, or `null` when there is
- * none. Walks iteratively (no recursion limit to hit on deep input).
+ * none; the first in document order. Walks iteratively (no recursion limit to hit on deep input). The walk builds no paths: a report of
+ * 10,000 series has about 200,000 strings and keys, all well-formed in practice, so the path is worked out
+ * only once a bad one is found (by a second walk, in the same order).
  *
  * @example firstIllFormedString({ labels: { replica: 'a\udc00' } }) // '/labels/replica'
  */
 export function firstIllFormedString(value: unknown): string | null {
-  const stack: Array<[unknown, string]> = [[value, '']]
+  return allWellFormed(value) ? null : pathOfIllFormed(value)
+}
+
+/** True when every string and key in `value` is well-formed Unicode; no allocation per node but the stack. */
+function allWellFormed(value: unknown): boolean {
+  const stack: unknown[] = [value]
   while (stack.length > 0) {
-    const [v, path] = stack.pop()!
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (!isWellFormedUnicode(v)) return false
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) stack.push(v[i])
+    } else if (v !== null && typeof v === 'object') {
+      const keys = Object.keys(v)
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!
+        if (!isWellFormedUnicode(k)) return false
+        stack.push((v as Record<string, unknown>)[k])
+      }
+    }
+  }
+  return true
+}
+
+/**
+ * {@link firstIllFormedString}'s answer for a value known to hold a bad string or key: depth first in document
+ * order (object keys in their order, each key checked just before its value; array items by index).
+ */
+function pathOfIllFormed(value: unknown): string | null {
+  const stack: Array<[unknown, string, string | null]> = [[value, '', null]]
+  while (stack.length > 0) {
+    const [v, path, key] = stack.pop()!
+    if (key !== null && !isWellFormedUnicode(key)) return path
     if (typeof v === 'string') {
       if (!isWellFormedUnicode(v)) return path
     } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}/${i}`])
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}/${i}`, null])
     } else if (v !== null && typeof v === 'object') {
-      for (const [k, x] of Object.entries(v)) {
-        const p = `${path}/${escapeKey(k)}`
-        if (!isWellFormedUnicode(k)) return p
-        stack.push([x, p])
+      const entries = Object.entries(v)
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, x] = entries[i]!
+        stack.push([x, `${path}/${escapeKey(k)}`, k])
       }
     }
   }
