@@ -102,7 +102,8 @@ const EMPTY_COUNTS: RequestCounts = Object.freeze({
  * before and after any compaction, so late reports and half-built rollups are always found. Queries read
  * in one snapshot (REPEATABLE READ on PostgreSQL, a read transaction on SQLite/WAL), so a concurrent
  * compaction is seen either wholly or not at all. The only shared rows that are updated in place are
- * `tg_series.last_seen_ms` (an upsert taking max(), locked in label order to avoid deadlocks) and the
+ * `tg_series.last_seen_ms` (an upsert taking max() for new series, locked in label order, and for known ones an
+ * update by id that only moves it forward, in id order; a deadlock between the two orders is retried) and the
  * retention watermark (monotone max()).
  */
 class SqlStore implements Store {
@@ -217,9 +218,11 @@ class SqlStore implements Store {
     }
 
     let upserted = new Map<string, number>()
+    let refreshed: string[] = []
     const outcome = await this.#retrying(() =>
       this.#db.transaction().execute(async (trx): Promise<IngestOutcome> => {
         upserted = new Map()
+        refreshed = []
         const fresh = await trx
           .insertInto('tg_report')
           .values({
@@ -236,15 +239,20 @@ class SqlStore implements Store {
         if (labelsByKey.size === 0) return { kind: 'stored' }
         // last_seen_ms is kept to within one finest step: a series seen less than that before is not
         // touched again, unless the report is older than anything seen (a backfill from a spool).
-        const stale = [...labelsByKey.entries()].filter(([key]) => {
-          const cached = this.#seriesCache.get(key)
-          return cached === undefined || seenMs > cached.seenMs + this.#finestMs || seenMs < cached.firstMs
-        })
-        upserted = await this.#upsertSeries(
-          trx,
-          stale.map(([, l]) => l),
-          seenMs,
-        )
+        // A known series only moves its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than
+        // the upsert's probe of the five-label unique index. New series and backfills take the upsert.
+        const unknown: Array<[string, SeriesLabels]> = []
+        const refresh: number[] = []
+        for (const entry of labelsByKey) {
+          const cached = this.#seriesCache.get(entry[0])
+          if (cached === undefined || seenMs < cached.firstMs) unknown.push(entry)
+          else if (seenMs > cached.seenMs + this.#finestMs) {
+            refresh.push(cached.id)
+            refreshed.push(entry[0])
+          }
+        }
+        upserted = await this.#upsertSeries(trx, unknown, seenMs)
+        await refreshSeries(trx, refresh, seenMs)
         const id = (l: SeriesLabels): number => {
           const key = seriesKey(l)
           return upserted.get(key) ?? this.#seriesCache.get(key)!.id
@@ -301,6 +309,10 @@ class SqlStore implements Store {
       }),
     )
     // Only after the commit: a rolled-back insert must not leave an id behind.
+    for (const key of refreshed) {
+      const cached = this.#seriesCache.get(key)!
+      if (seenMs > cached.seenMs) this.#seriesCache.set(key, { ...cached, seenMs })
+    }
     for (const [key, id] of upserted)
       this.#seriesCache.set(key, {
         id,
@@ -311,8 +323,12 @@ class SqlStore implements Store {
   }
 
   /** Upserts label sets (in sorted order, so concurrent transactions lock rows in one order) and returns their ids. */
-  async #upsertSeries(db: Db, labels: SeriesLabels[], seenMs: number): Promise<Map<string, number>> {
-    const sorted = [...labels].sort((a, b) => (seriesKey(a) < seriesKey(b) ? -1 : 1))
+  async #upsertSeries(
+    db: Db,
+    labels: ReadonlyArray<readonly [key: string, labels: SeriesLabels]>,
+    seenMs: number,
+  ): Promise<Map<string, number>> {
+    const sorted = [...labels].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, l]) => l)
     const ids = new Map<string, number>()
     for (let i = 0; i < sorted.length; i += INSERT_CHUNK_ROWS) {
       const rows = await db
@@ -337,7 +353,8 @@ class SqlStore implements Store {
 
   /** The series id of a label set, creating it (bulk loader). */
   async seriesId(labels: SeriesLabels, seenMs: number): Promise<number> {
-    const ids = await this.#upsertSeries(this.#db, [pickLabels(labels)], seenMs)
+    const picked = pickLabels(labels)
+    const ids = await this.#upsertSeries(this.#db, [[seriesKey(picked), picked]], seenMs)
     return ids.get(seriesKey(labels))!
   }
 
@@ -1113,6 +1130,21 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
   rows(): Array<[K, string]> {
     return [...this.#groups.values()].map((g) => [g.key, g.h ? encodeHistogram(g.h) : g.first])
   }
+}
+
+/**
+ * Moves `last_seen_ms` of known series forward to `seenMs` (never back), in id order so that concurrent
+ * transactions lock rows in one order.
+ */
+async function refreshSeries(db: Db, ids: readonly number[], seenMs: number): Promise<void> {
+  const sorted = [...ids].sort((a, b) => a - b)
+  for (let i = 0; i < sorted.length; i += INSERT_CHUNK_ROWS)
+    await db
+      .updateTable('tg_series')
+      .set({ last_seen_ms: seenMs })
+      .where('id', 'in', sorted.slice(i, i + INSERT_CHUNK_ROWS))
+      .where('last_seen_ms', '<', seenMs)
+      .execute()
 }
 
 /** The service of each series id. */

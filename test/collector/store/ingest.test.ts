@@ -135,6 +135,24 @@ for (const dialect of testDialects())
         firstSeenMs: T0,
         lastSeenMs: T0 + 61_000,
       })
+      // A known series is refreshed by id: it moves forward, and never back past what another collector wrote.
+      const ahead = await createStore({ url: db.url })
+      try {
+        await ahead.ingest(
+          makeReport({ instance: 'ahead', seq: 1, startMs: T0 + 200_000, series: [{ ok: 1 }] }),
+          T0 + 300_000,
+        )
+      } finally {
+        await ahead.close()
+      }
+      await db.store.ingest(makeReport({ seq: 5, startMs: T0 + 120_000, series: [{ ok: 1 }] }), T0 + 130_000)
+      expect((await db.store.services())[0]!.lastSeenMs).toBe(T0 + 205_000)
+      await db.store.ingest(makeReport({ seq: 6, startMs: T0 + 400_000, series: [{ ok: 1 }] }), T0 + 410_000)
+      expect((await db.store.services())[0]).toEqual({
+        ...labels(),
+        firstSeenMs: T0,
+        lastSeenMs: T0 + 405_000,
+      })
     })
 
     it('selects series by any subset of labels', async () => {
