@@ -45,9 +45,9 @@ const escapeKey = (k: string): string => k.replaceAll('~', '~0').replaceAll('/',
 
 /**
  * The path of the first string or key in `value` that is not well-formed Unicode, or `null` when there is
- * none; the first in document order. Walks iteratively (no recursion limit to hit on deep input). The walk builds no paths: a report of
- * 10,000 series has about 200,000 strings and keys, all well-formed in practice, so the path is worked out
- * only once a bad one is found (by a second walk, in the same order).
+ * none; the first in document order. Walks iteratively (no recursion limit to hit on deep input). The walk
+ * builds no paths: a report of 10,000 series has about 200,000 strings and keys, all well-formed in practice,
+ * so the path is worked out only once a bad one is found, by a second walk.
  *
  * @example firstIllFormedString({ labels: { replica: 'a\udc00' } }) // '/labels/replica'
  */

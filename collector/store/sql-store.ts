@@ -177,13 +177,15 @@ class SqlStore implements Store {
     // Series are "seen" at the time their data covers (not when the report arrived: a spooled report sent
     // after an outage is old data), never later than now.
     const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
-    const pending: Array<{ labels: SeriesLabels; metric: Metric; histogram: string }> = []
-    const counters: Array<{ labels: SeriesLabels; columns: CountColumns }> = []
+    // Each row keeps its series' key (made once per series), by which it finds the series id at insert time.
+    const pending: Array<{ key: string; metric: Metric; histogram: string }> = []
+    const counters: Array<{ key: string; service: string; columns: CountColumns }> = []
     const labelsByKey = new Map<string, SeriesLabels>()
     const serviceHists = new Merge<readonly [string, string]>()
     report.series.forEach((s, i) => {
       const labels = pickLabels(s.labels)
-      labelsByKey.set(seriesKey(labels), labels)
+      const key = seriesKey(labels)
+      labelsByKey.set(key, labels)
       for (const [metric, encoded] of Object.entries(s.histograms)) {
         if (encoded === undefined) continue
         if (!isMetric(metric)) throw new BadRequest(`series[${i}].histograms: unknown metric "${metric}"`)
@@ -191,13 +193,14 @@ class SqlStore implements Store {
         // service's (one decode per histogram, not one to check and one to merge).
         const check = serviceHists.addChecked([labels.service, metric], encoded)
         if (!check.ok) throw new BadRequest(`series[${i}].histograms.${metric}: ${check.error}`)
-        if (check.totalCount > 0) pending.push({ labels, metric, histogram: encoded })
+        if (check.totalCount > 0) pending.push({ key, metric, histogram: encoded })
       }
       const classes = s.errorClasses ?? {}
       const tokens = s.outputTokens ?? 0
       if (s.requests.ok + s.requests.error + s.requests.shed + tokens > 0 || Object.keys(classes).length > 0)
         counters.push({
-          labels,
+          key,
+          service: labels.service,
           columns: {
             ok_count: s.requests.ok,
             error_count: s.requests.error,
@@ -212,9 +215,9 @@ class SqlStore implements Store {
     // service reads one row per report on the finest level instead of one per replica.
     const serviceCounts = new Map<string, CountColumns[]>()
     for (const c of counters) {
-      const list = serviceCounts.get(c.labels.service)
+      const list = serviceCounts.get(c.service)
       if (list) list.push(c.columns)
-      else serviceCounts.set(c.labels.service, [c.columns])
+      else serviceCounts.set(c.service, [c.columns])
     }
 
     let upserted = new Map<string, number>()
@@ -253,17 +256,15 @@ class SqlStore implements Store {
         }
         upserted = await this.#upsertSeries(trx, unknown, seenMs)
         await refreshSeries(trx, refresh, seenMs)
-        const id = (l: SeriesLabels): number => {
-          const key = seriesKey(l)
-          return upserted.get(key) ?? this.#seriesCache.get(key)!.id
-        }
+        const idOfKey = (key: string): number => upserted.get(key) ?? this.#seriesCache.get(key)!.id
+        const id = (l: SeriesLabels): number => idOfKey(seriesKey(l))
         await insertChunked(
           trx,
           'tg_hist',
           pending.map((p) => ({
             step_ms: this.#finestMs,
             bucket_ms: bucketMs,
-            series_id: id(p.labels),
+            series_id: idOfKey(p.key),
             metric: p.metric,
             consumed: 0,
             histogram: p.histogram,
@@ -275,7 +276,7 @@ class SqlStore implements Store {
           counters.map((c) => ({
             step_ms: this.#finestMs,
             bucket_ms: bucketMs,
-            series_id: id(c.labels),
+            series_id: idOfKey(c.key),
             consumed: 0,
             ...c.columns,
           })),
