@@ -825,17 +825,18 @@ class SqlStore implements Store {
           .where('bucket_ms', '>=', t.fromMs)
           .where('bucket_ms', '<', t.toMs)
       }
-      return trx
-        .selectFrom('tg_hist')
-        .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
-        .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
-        .select(sql<string | null>`cast(null as text)`.as('service'))
-        .where('metric', 'in', metrics)
-        .where(seriesFilter(selector))
-        .where('step_ms', '=', t.stepMs)
-        .where('consumed', 'in', consumed)
-        .where('bucket_ms', '>=', t.fromMs)
-        .where('bucket_ms', '<', t.toMs)
+      // Per replica: one select per `consumed` value, each through its own index (see perReplicaTerm).
+      const [unconsumed, rolledUp] = consumed.map((c) =>
+        trx
+          .selectFrom('tg_hist')
+          .select(['step_ms', 'bucket_ms', 'consumed', 'metric', 'histogram'])
+          .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
+          .select(sql<string | null>`cast(null as text)`.as('service'))
+          .where('metric', 'in', metrics)
+          .where(seriesFilter(selector))
+          .where(perReplicaTerm(t, c)),
+      )
+      return rolledUp ? unconsumed!.unionAll(rolledUp) : unconsumed!
     }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
@@ -865,16 +866,16 @@ class SqlStore implements Store {
           .where('bucket_ms', '>=', t.fromMs)
           .where('bucket_ms', '<', t.toMs)
       }
-      return trx
-        .selectFrom('tg_count')
-        .select([...COUNT_SELECT])
-        .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
-        .select(sql<string | null>`cast(null as text)`.as('service'))
-        .where(seriesFilter(selector))
-        .where('step_ms', '=', t.stepMs)
-        .where('consumed', 'in', consumed)
-        .where('bucket_ms', '>=', t.fromMs)
-        .where('bucket_ms', '<', t.toMs)
+      const [unconsumed, rolledUp] = consumed.map((c) =>
+        trx
+          .selectFrom('tg_count')
+          .select([...COUNT_SELECT])
+          .select((eb) => eb.ref('series_id').$castTo<number | null>().as('series_id'))
+          .select(sql<string | null>`cast(null as text)`.as('service'))
+          .where(seriesFilter(selector))
+          .where(perReplicaTerm(t, c)),
+      )
+      return rolledUp ? unconsumed!.unionAll(rolledUp) : unconsumed!
     }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
@@ -1146,6 +1147,17 @@ async function refreshSeries(db: Db, ids: readonly number[], seenMs: number): Pr
       .where('id', 'in', sorted.slice(i, i + INSERT_CHUNK_ROWS))
       .where('last_seen_ms', '<', seenMs)
       .execute()
+}
+
+/**
+ * A fetch term's rows of one `consumed` value in a per-replica table: level, `consumed` and bucket range. The
+ * `consumed` value is a literal, not a bound parameter: the per-replica indexes are partial, one for consumed rows
+ * and one for the others (migration 2026-11-26T2200), and a planner uses a partial index only where it can prove
+ * the query's condition implies the index's, which it cannot from a parameter (SQLite never, PostgreSQL not in a
+ * generic plan).
+ */
+function perReplicaTerm(t: FetchTerm, consumed: number): RawBuilder<SqlBool> {
+  return sql<SqlBool>`step_ms = ${t.stepMs} and consumed = ${sql.lit(consumed === 1 ? 1 : 0)} and bucket_ms >= ${t.fromMs} and bucket_ms < ${t.toMs}`
 }
 
 /** The service of each series id. */
