@@ -1,6 +1,6 @@
 import { CompiledQuery, Migrator, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
-import { addEncoded, inspectHistogram } from '../report/histogram.js'
+import { addEncoded, inspectHistogram, mergeEncoded } from '../report/histogram.js'
 import type { HistogramCheck } from '../report/histogram.js'
 import { encodeHistogram, isMetric, newHistogram, seriesKey } from '../report/index.js'
 import type { GpuField, Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
@@ -1083,14 +1083,24 @@ async function rollUpHist(
 interface MergeGroup<K> {
   readonly key: K
   readonly first: string
+  /** Further rows, merged sparse ({@link mergeEncoded}) when the group is written, while they are few. */
+  more: string[] | null
   h: Histogram | null
 }
 
-/** The group's merged histogram, decoding its first one when a second arrives. */
+/**
+ * Rows a group merges sparse at most; past that, a dense histogram is cheaper. A compaction merges six 10 s rows
+ * into a minute, or sixty 1 min rows into an hour per replica.
+ */
+const SPARSE_MERGE_MAX_ROWS = 64
+
+/** The group's merged histogram, decoding what it holds so far when it first needs a dense one. */
 function opened<K>(g: MergeGroup<K>): Histogram {
   if (!g.h) {
     g.h = newHistogram()
     addEncoded(g.h, g.first)
+    for (const e of g.more ?? []) addEncoded(g.h, e)
+    g.more = null
   }
   return g.h
 }
@@ -1102,10 +1112,11 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
     const id = key.join('\u0000')
     const g = this.#groups.get(id)
     if (!g) {
-      this.#groups.set(id, { key, first: encoded, h: null })
+      this.#groups.set(id, { key, first: encoded, more: null, h: null })
       return
     }
-    addEncoded(opened(g), encoded)
+    if (g.h === null && (g.more?.length ?? 0) < SPARSE_MERGE_MAX_ROWS) (g.more ??= []).push(encoded)
+    else addEncoded(opened(g), encoded)
   }
 
   /**
@@ -1118,7 +1129,7 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
     const g = this.#groups.get(id)
     if (!g) {
       const check = inspectHistogram(encoded)
-      if (check.ok && check.totalCount > 0) this.#groups.set(id, { key, first: encoded, h: null })
+      if (check.ok && check.totalCount > 0) this.#groups.set(id, { key, first: encoded, more: null, h: null })
       return check
     }
     const h = opened(g)
@@ -1130,7 +1141,10 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
   }
 
   rows(): Array<[K, string]> {
-    return [...this.#groups.values()].map((g) => [g.key, g.h ? encodeHistogram(g.h) : g.first])
+    return [...this.#groups.values()].map((g) => [
+      g.key,
+      g.h ? encodeHistogram(g.h) : g.more ? mergeEncoded([g.first, ...g.more]) : g.first,
+    ])
   }
 }
 

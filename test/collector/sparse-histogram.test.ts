@@ -11,7 +11,7 @@ import {
   summarizeMs,
   tryDecodeHistogram,
 } from '../../collector/index.js'
-import { addEncoded, toHdrEncoding } from '../../collector/report/histogram.js'
+import { addEncoded, mergeEncoded, toHdrEncoding } from '../../collector/report/histogram.js'
 import { nearestRank } from '../helpers/samples.js'
 import { hdrReference } from '../helpers/hdr.js'
 
@@ -58,6 +58,30 @@ describe('sparse histogram against the HdrHistogram reference', () => {
         for (const p of PERCENTILES) expect(merged.getValueAtPercentile(p)).toBe(ref.getValueAtPercentile(p))
       }),
     )
+  })
+
+  it('mergeEncoded gives the very string of the dense merge, for mixed encodings and fractional µs (property)', () => {
+    const part = fc.array(fc.double({ min: 0, max: 7_200_000_000, noNaN: true }), {
+      minLength: 0,
+      maxLength: 200,
+    })
+    fc.assert(
+      fc.property(fc.array(fc.tuple(part, fc.boolean()), { minLength: 1, maxLength: 8 }), (parts) => {
+        const dense = newHistogram()
+        const wires = parts.map(([values, old]) => {
+          const h = newHistogram()
+          for (const v of values) h.recordValue(v)
+          // The HDR form holds integer µs only: an old-encoding part is recorded as HDR would record it.
+          if (!old) return encodeHistogram(h)
+          const ref = hdr()
+          for (const v of values) ref.recordValue(Math.min(Math.round(v), 3_600_000_000))
+          return encodeIntoCompressedBase64(ref)
+        })
+        for (const w of wires) addEncoded(dense, w)
+        expect(mergeEncoded(wires)).toBe(encodeHistogram(dense))
+      }),
+    )
+    expect(() => mergeEncoded(['tgh1.' + Buffer.from([1, 5, 0]).toString('base64')])).toThrow()
   })
 
   it('keeps quantiles within 0.1% of the exact sample for fractional µs, sub-µs and past 1 h (property)', () => {
