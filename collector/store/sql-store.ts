@@ -245,17 +245,17 @@ class SqlStore implements Store {
         // A known series only moves its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than
         // the upsert's probe of the five-label unique index. New series and backfills take the upsert.
         const unknown: Array<[string, SeriesLabels]> = []
-        const refresh: number[] = []
         for (const entry of labelsByKey) {
           const cached = this.#seriesCache.get(entry[0])
           if (cached === undefined || seenMs < cached.firstMs) unknown.push(entry)
-          else if (seenMs > cached.seenMs + this.#finestMs) {
-            refresh.push(cached.id)
-            refreshed.push(entry[0])
-          }
+          else if (seenMs > cached.seenMs + this.#finestMs) refreshed.push(entry[0])
         }
         upserted = await this.#upsertSeries(trx, unknown, seenMs)
-        await refreshSeries(trx, refresh, seenMs)
+        await refreshSeries(
+          trx,
+          refreshed.map((key) => this.#seriesCache.get(key)!.id),
+          seenMs,
+        )
         const idOfKey = (key: string): number => upserted.get(key) ?? this.#seriesCache.get(key)!.id
         const id = (l: SeriesLabels): number => idOfKey(seriesKey(l))
         await insertChunked(
@@ -355,8 +355,9 @@ class SqlStore implements Store {
   /** The series id of a label set, creating it (bulk loader). */
   async seriesId(labels: SeriesLabels, seenMs: number): Promise<number> {
     const picked = pickLabels(labels)
-    const ids = await this.#upsertSeries(this.#db, [[seriesKey(picked), picked]], seenMs)
-    return ids.get(seriesKey(labels))!
+    const key = seriesKey(picked)
+    const ids = await this.#upsertSeries(this.#db, [[key, picked]], seenMs)
+    return ids.get(key)!
   }
 
   /**
@@ -1075,10 +1076,6 @@ async function rollUpHist(
   return perSeries.size + perService.size
 }
 
-/**
- * Histograms merged per key (sparse counts added bucket by bucket), encoded on the way out. A key with one
- * histogram keeps its encoding as it came (nothing to decode), as a report's only replica of a service does.
- */
 /** One group of a {@link Merge}: its first histogram kept encoded until a second one comes. */
 interface MergeGroup<K> {
   readonly key: K
@@ -1105,6 +1102,11 @@ function opened<K>(g: MergeGroup<K>): Histogram {
   return g.h
 }
 
+/**
+ * Histograms merged per key, encoded on the way out. A key with one histogram keeps its encoding as it came
+ * (nothing to decode), as a report's only replica of a service does; a few are merged sparse when written
+ * ({@link mergeEncoded}); more, or any checked at ingest, are added bucket by bucket into a dense histogram.
+ */
 class Merge<K extends readonly [string | number, string, ...number[]]> {
   readonly #groups = new Map<string, MergeGroup<K>>()
 

@@ -1,7 +1,8 @@
-import { sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import { createStore, encodeHistogram, newHistogram } from '../../collector/index.js'
 import type { IntervalReport } from '../../collector/index.js'
 import { storeInternals } from '../../collector/store/sql-store.js'
+import * as partialLookup from '../../migrations/2026-11-26T2200_partial_lookup.js'
 import { createTestDatabase, testDialects } from '../helpers/dialects.js'
 import { latenciesUs, rng } from '../helpers/reports.js'
 import type { Bench, BenchResult } from './table.js'
@@ -33,18 +34,9 @@ const bench: Bench = {
         const tdb = await createTestDatabase(dialect)
         const store = await createStore({ url: tdb.url, clock: () => NOW })
         try {
-          if (layout.startsWith('series-first')) {
-            const db = storeInternals(store)!.db
-            for (const q of [
-              sql`drop index tg_hist_fresh`,
-              sql`drop index tg_count_fresh`,
-              sql`drop index tg_hist_lookup`,
-              sql`drop index tg_count_lookup`,
-              sql`create index tg_hist_lookup on tg_hist (series_id, metric, step_ms, bucket_ms)`,
-              sql`create index tg_count_lookup on tg_count (series_id, step_ms, bucket_ms)`,
-            ])
-              await q.execute(db)
-          }
+          // The indexes of before, as the migration's own `down` puts them back.
+          if (layout.startsWith('series-first'))
+            await partialLookup.down(storeInternals(store)!.db as unknown as Kysely<unknown>)
           const times: number[] = []
           let compactMs = 0
           for (let seq = 1; seq <= REPORTS; seq++) {
