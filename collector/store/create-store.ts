@@ -5,6 +5,11 @@ import { ConfigInvalid, StoreUnavailable } from '../errors.js'
 import { DEFAULT_ROLLUPS, resolveRollups } from './levels.js'
 import { CurrentSchemaPostgresDialect } from './pg-dialect.js'
 import { withBulkStatementCache } from './sqlite-bulk.js'
+import {
+  FALLBACK_AUTOCHECKPOINT_PAGES,
+  SqliteCheckpointer,
+  WAL_SIZE_LIMIT_BYTES,
+} from './sqlite-checkpointer.js'
 import { sqliteDriver } from './sqlite-driver.js'
 import { createSqlStore, storeInternals } from './sql-store.js'
 import type { DB } from './schema.js'
@@ -56,6 +61,7 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
   let db: Kysely<DB>
   let dialect: 'sqlite' | 'postgres'
   let migrationSchema: string | undefined
+  let checkpointer: SqliteCheckpointer | undefined
   try {
     if (/^postgres(ql)?:\/\//i.test(opts.url)) {
       dialect = 'postgres'
@@ -87,8 +93,11 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
       }
     } else {
       dialect = 'sqlite'
+      const opened = openSqlite(opts.url)
+      if (opened.path !== ':memory:')
+        checkpointer = new SqliteCheckpointer(opened.path, sqliteDriver().path, logger)
       db = new Kysely<DB>({
-        dialect: new SqliteDialect({ database: withBulkStatementCache(openSqlite(opts.url)) }),
+        dialect: new SqliteDialect({ database: withBulkStatementCache(opened.database) }),
       })
     }
   } catch (err) {
@@ -96,7 +105,17 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
     throw new StoreUnavailable(`cannot open store ${redact(opts.url)}: ${(err as Error).message}`)
   }
 
-  const store = createSqlStore({ db, dialect, levels: resolved.levels, migrationSchema, clock, logger })
+  const store = createSqlStore({
+    db,
+    dialect,
+    levels: resolved.levels,
+    migrationSchema,
+    clock,
+    logger,
+    ...(checkpointer === undefined
+      ? {}
+      : { wrote: (rows: number) => checkpointer.poke(rows), closing: () => checkpointer.stop() }),
+  })
   if (opts.migrate !== false) {
     const result = await store.migrate()
     if (result.kind === 'failed') {
@@ -107,7 +126,7 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
   return store
 }
 
-function openSqlite(url: string): BetterSqlite3.Database {
+function openSqlite(url: string): { database: BetterSqlite3.Database; path: string } {
   const raw = url.startsWith('sqlite://') ? url.slice(9) : url.startsWith('sqlite:') ? url.slice(7) : url
   const q = raw.indexOf('?')
   const path = q < 0 ? raw : raw.slice(0, q)
@@ -118,11 +137,17 @@ function openSqlite(url: string): BetterSqlite3.Database {
   if (path === '') throw new ConfigInvalid('store url: empty SQLite path')
   const { Database } = sqliteDriver()
   const database = new Database(path)
-  if (path !== ':memory:') database.pragma('journal_mode = WAL')
+  if (path !== ':memory:') {
+    database.pragma('journal_mode = WAL')
+    // Checkpoints run on their own thread (SqliteCheckpointer); this connection checkpoints only past a far
+    // higher mark, should that thread fall behind.
+    database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`)
+    database.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
+  }
   database.pragma(`synchronous = ${synchronous}`)
   database.pragma('busy_timeout = 5000')
   database.pragma('foreign_keys = ON')
-  return database
+  return { database, path }
 }
 
 function redact(url: string): string {

@@ -53,6 +53,10 @@ export interface SqlStoreOptions {
   readonly migrationSchema: string | undefined
   readonly clock: () => number
   readonly logger: (line: string) => void
+  /** Called after a commit of ingest or compaction with the rows it wrote: SQLite's background checkpoint. */
+  readonly wrote?: (rows: number) => void
+  /** Awaited by {@link Store.close} before the database closes. */
+  readonly closing?: () => Promise<void>
 }
 
 /**
@@ -70,6 +74,34 @@ export interface HistRow {
 }
 
 type Row = { step_ms: number; bucket_ms: number; consumed: number }
+/** A row of one of the tables {@link insertChunked} writes. */
+type RowOf<T extends keyof DB> = DB[T] extends infer R ? { [K in keyof R]: R[K] } : never
+
+/** A report checked and turned into rows ({@link SqlStore.ingest}), waiting for its transaction. */
+interface PreparedReport {
+  readonly report: IntervalReport
+  readonly receivedAtMs: number
+  readonly bucketMs: number
+  readonly seenMs: number
+  readonly pending: Array<{ key: string; metric: Metric; histogram: string }>
+  readonly counters: Array<{ key: string; service: string; columns: CountColumns }>
+  readonly labelsByKey: ReadonlyMap<string, SeriesLabels>
+  readonly serviceHists: ReadonlyArray<readonly [readonly [string, string], string]>
+  readonly serviceCounts: ReadonlyArray<readonly [string, CountColumns]>
+}
+
+interface WaitingReport {
+  readonly prepared: PreparedReport
+  readonly resolve: (outcome: IngestOutcome) => void
+  readonly reject: (err: unknown) => void
+}
+
+/** Series rows one group-committed transaction carries at most (a report larger than this goes alone). */
+const INGEST_BATCH_MAX_ROWS = 20_000
+/** Reports one transaction carries at most. */
+const INGEST_BATCH_MAX_REPORTS = 256
+/** Transactions writing reports at once on PostgreSQL (its pool has 10 connections; SQLite has one writer). */
+const PG_INGEST_WRITERS = 4
 type Db = Kysely<DB> | Transaction<DB>
 
 /** Rows per multi-row INSERT: stays below SQLite's and PostgreSQL's bound-parameter limits. */
@@ -115,6 +147,12 @@ class SqlStore implements Store {
   readonly #migrationSchema: string | undefined
   readonly #clock: () => number
   readonly #log: (line: string) => void
+  readonly #wrote: (rows: number) => void
+  readonly #closing: () => Promise<void>
+  /** Reports checked and waiting for a transaction, oldest first ({@link ingest}'s group commit). */
+  readonly #waiting: WaitingReport[] = []
+  /** Writer loops running ({@link #drain}). */
+  #writers = 0
   /**
    * Series ids this process has seen committed, with the last-seen time it last wrote. Ids never change
    * and series are never deleted, so the cache cannot go stale; it lets most ingests skip the upsert of
@@ -134,6 +172,8 @@ class SqlStore implements Store {
     this.#migrationSchema = opts.migrationSchema
     this.#clock = opts.clock
     this.#log = opts.logger
+    this.#wrote = opts.wrote ?? (() => {})
+    this.#closing = opts.closing ?? (async () => {})
   }
 
   get rollupStepsMs(): readonly number[] {
@@ -171,15 +211,30 @@ class SqlStore implements Store {
     }
   }
 
+  /**
+   * Stores a report once (a retry of the same agent instance and seq is a `duplicate`). The report is checked and
+   * turned into rows here, then waits for the writer: reports that arrive while a transaction runs are written
+   * together in the next one (group commit), each acknowledged only after that commit. A report alone is written
+   * at once. If a shared transaction fails, each of its reports is written again on its own, so one report's
+   * failure is never another's.
+   */
   async ingest(report: IntervalReport, receivedAtMs: EpochMs): Promise<IngestOutcome> {
-    // Validate everything before the first write, so a bad report leaves no trace.
+    const prepared = this.#prepare(report, receivedAtMs)
+    return new Promise<IngestOutcome>((resolve, reject) => {
+      this.#waiting.push({ prepared, resolve, reject })
+      void this.#drain()
+    })
+  }
+
+  /** Checks a report and turns it into rows, before anything is written (a bad report leaves no trace). */
+  #prepare(report: IntervalReport, receivedAtMs: EpochMs): PreparedReport {
     const bucketMs = floorTo(report.intervalStartMs, this.#finestMs)
     // Series are "seen" at the time their data covers (not when the report arrived: a spooled report sent
     // after an outage is old data), never later than now.
     const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
     // Each row keeps its series' key (made once per series), by which it finds the series id at insert time.
-    const pending: Array<{ key: string; metric: Metric; histogram: string }> = []
-    const counters: Array<{ key: string; service: string; columns: CountColumns }> = []
+    const pending: PreparedReport['pending'] = []
+    const counters: PreparedReport['counters'] = []
     const labelsByKey = new Map<string, SeriesLabels>()
     const serviceHists = new Merge<readonly [string, string]>()
     report.series.forEach((s, i) => {
@@ -219,108 +274,142 @@ class SqlStore implements Store {
       if (list) list.push(c.columns)
       else serviceCounts.set(c.service, [c.columns])
     }
+    return {
+      report,
+      receivedAtMs,
+      bucketMs,
+      seenMs,
+      pending,
+      counters,
+      labelsByKey,
+      serviceHists: serviceHists.rows(),
+      serviceCounts: [...serviceCounts].map(([service, rows]) => [service, countColumns(sumCounts(rows))]),
+    }
+  }
 
-    let upserted = new Map<string, number>()
-    let refreshed: string[] = []
-    const outcome = await this.#retrying(() =>
-      this.#db.transaction().execute(async (trx): Promise<IngestOutcome> => {
-        upserted = new Map()
-        refreshed = []
-        const fresh = await trx
-          .insertInto('tg_report')
-          .values({
-            agent_instance: report.agent.instance,
-            seq: report.seq,
-            interval_start_ms: report.intervalStartMs,
-            received_at_ms: receivedAtMs,
-          })
-          .onConflict((oc) => oc.columns(['agent_instance', 'seq']).doNothing())
-          .returning('seq')
-          .execute()
-        if (fresh.length === 0) return { kind: 'duplicate' }
-        await ingestGpus(trx, report, receivedAtMs, this.#finestMs)
-        if (labelsByKey.size === 0) return { kind: 'stored' }
-        // last_seen_ms is kept to within one finest step: a series seen less than that before is not
-        // touched again, unless the report is older than anything seen (a backfill from a spool).
-        // A known series only moves its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than
-        // the upsert's probe of the five-label unique index. New series and backfills take the upsert.
-        const unknown: Array<[string, SeriesLabels]> = []
-        for (const entry of labelsByKey) {
-          const cached = this.#seriesCache.get(entry[0])
-          if (cached === undefined || seenMs < cached.firstMs) unknown.push(entry)
-          else if (seenMs > cached.seenMs + this.#finestMs) refreshed.push(entry[0])
+  /**
+   * Writes waiting reports, a batch per transaction, until none wait. SQLite has one writer (its connection);
+   * PostgreSQL a few, each taking the next batch.
+   */
+  async #drain(): Promise<void> {
+    if (this.#writers >= (this.dialect === 'sqlite' ? 1 : PG_INGEST_WRITERS)) return
+    this.#writers++
+    try {
+      while (this.#waiting.length > 0) {
+        const batch = takeBatch(this.#waiting)
+        try {
+          const outcomes = await this.#commitReports(batch.map((w) => w.prepared))
+          batch.forEach((w, i) => w.resolve(outcomes[i]!))
+        } catch (err) {
+          if (batch.length === 1) batch[0]!.reject(err)
+          // Whatever failed the shared transaction fails again only where it lies.
+          else
+            for (const w of batch)
+              await this.#commitReports([w.prepared]).then(
+                ([outcome]) => w.resolve(outcome!),
+                (e: unknown) => w.reject(e),
+              )
         }
-        upserted = await this.#upsertSeries(trx, unknown, seenMs)
-        await refreshSeries(
-          trx,
-          refreshed.map((key) => this.#seriesCache.get(key)!.id),
-          seenMs,
-        )
-        const idOfKey = (key: string): number => upserted.get(key) ?? this.#seriesCache.get(key)!.id
-        const id = (l: SeriesLabels): number => idOfKey(seriesKey(l))
-        await insertChunked(
-          trx,
-          'tg_hist',
-          pending.map((p) => ({
-            step_ms: this.#finestMs,
-            bucket_ms: bucketMs,
-            series_id: idOfKey(p.key),
-            metric: p.metric,
-            consumed: 0,
-            histogram: p.histogram,
-          })),
-        )
-        await insertChunked(
-          trx,
-          'tg_count',
-          counters.map((c) => ({
-            step_ms: this.#finestMs,
-            bucket_ms: bucketMs,
-            series_id: idOfKey(c.key),
-            consumed: 0,
-            ...c.columns,
-          })),
-        )
-        await insertChunked(
-          trx,
-          'tg_hist_service',
-          serviceHists.rows().map(([[service, metric], histogram]) => ({
-            step_ms: this.#finestMs,
-            bucket_ms: bucketMs,
-            service,
-            metric,
-            consumed: 0,
-            histogram,
-          })),
-        )
-        await insertChunked(
-          trx,
-          'tg_count_service',
-          [...serviceCounts].map(([service, rows]) => ({
-            step_ms: this.#finestMs,
-            bucket_ms: bucketMs,
-            service,
-            consumed: 0,
-            ...countColumns(sumCounts(rows)),
-          })),
-        )
-        const sig = signalRows(report, this.#finestMs, id)
-        await insertSignalRows(trx, sig.signals, sig.buckets)
-        return { kind: 'stored' }
+      }
+    } finally {
+      this.#writers--
+    }
+  }
+
+  /** Writes prepared reports in one transaction; a report already stored (same agent instance and seq) is a duplicate. */
+  async #commitReports(batch: readonly PreparedReport[]): Promise<IngestOutcome[]> {
+    let upserted: Array<Map<string, number>> = []
+    let refreshed: string[][] = []
+    let written = 0
+    const outcomes = await this.#retrying(() =>
+      this.#db.transaction().execute(async (trx): Promise<IngestOutcome[]> => {
+        upserted = batch.map(() => new Map())
+        refreshed = batch.map(() => [])
+        const out: IngestOutcome[] = []
+        const hist: Array<RowOf<'tg_hist'>> = []
+        const count: Array<RowOf<'tg_count'>> = []
+        const serviceHist: Array<RowOf<'tg_hist_service'>> = []
+        const serviceCount: Array<RowOf<'tg_count_service'>> = []
+        const signals: ReturnType<typeof signalRows> = { signals: [], buckets: [] }
+        for (const [i, p] of batch.entries()) {
+          const fresh = await trx
+            .insertInto('tg_report')
+            .values({
+              agent_instance: p.report.agent.instance,
+              seq: p.report.seq,
+              interval_start_ms: p.report.intervalStartMs,
+              received_at_ms: p.receivedAtMs,
+            })
+            .onConflict((oc) => oc.columns(['agent_instance', 'seq']).doNothing())
+            .returning('seq')
+            .execute()
+          if (fresh.length === 0) {
+            out.push({ kind: 'duplicate' })
+            continue
+          }
+          out.push({ kind: 'stored' })
+          await ingestGpus(trx, p.report, p.receivedAtMs, this.#finestMs)
+          if (p.labelsByKey.size === 0) continue
+          // last_seen_ms is kept to within one finest step: a series seen less than that before is not
+          // touched again, unless the report is older than anything seen (a backfill from a spool).
+          // A known series only moves its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than
+          // the upsert's probe of the five-label unique index. New series and backfills take the upsert (a series
+          // new to two reports of one batch is upserted twice: the second finds the first's row).
+          const unknown: Array<[string, SeriesLabels]> = []
+          for (const entry of p.labelsByKey) {
+            const cached = this.#seriesCache.get(entry[0])
+            if (cached === undefined || p.seenMs < cached.firstMs) unknown.push(entry)
+            else if (p.seenMs > cached.seenMs + this.#finestMs) refreshed[i]!.push(entry[0])
+          }
+          const ids = (upserted[i] = await this.#upsertSeries(trx, unknown, p.seenMs))
+          await refreshSeries(
+            trx,
+            refreshed[i]!.map((key) => this.#seriesCache.get(key)!.id),
+            p.seenMs,
+          )
+          const idOfKey = (key: string): number => ids.get(key) ?? this.#seriesCache.get(key)!.id
+          const base = { step_ms: this.#finestMs, bucket_ms: p.bucketMs, consumed: 0 }
+          for (const r of p.pending)
+            hist.push({ ...base, series_id: idOfKey(r.key), metric: r.metric, histogram: r.histogram })
+          for (const c of p.counters) count.push({ ...base, series_id: idOfKey(c.key), ...c.columns })
+          for (const [[service, metric], histogram] of p.serviceHists)
+            serviceHist.push({ ...base, service, metric, histogram })
+          for (const [service, columns] of p.serviceCounts)
+            serviceCount.push({ ...base, service, ...columns })
+          const sig = signalRows(p.report, this.#finestMs, (l) => idOfKey(seriesKey(l)))
+          signals.signals.push(...sig.signals)
+          signals.buckets.push(...sig.buckets)
+        }
+        await insertChunked(trx, 'tg_hist', hist)
+        await insertChunked(trx, 'tg_count', count)
+        await insertChunked(trx, 'tg_hist_service', serviceHist)
+        await insertChunked(trx, 'tg_count_service', serviceCount)
+        await insertSignalRows(trx, signals.signals, signals.buckets)
+        written =
+          hist.length +
+          count.length +
+          serviceHist.length +
+          serviceCount.length +
+          signals.signals.length +
+          signals.buckets.length
+        return out
       }),
     )
     // Only after the commit: a rolled-back insert must not leave an id behind.
-    for (const key of refreshed) {
-      const cached = this.#seriesCache.get(key)!
-      if (seenMs > cached.seenMs) this.#seriesCache.set(key, { ...cached, seenMs })
-    }
-    for (const [key, id] of upserted)
-      this.#seriesCache.set(key, {
-        id,
-        seenMs: Math.max(seenMs, this.#seriesCache.get(key)?.seenMs ?? 0),
-        firstMs: Math.min(seenMs, this.#seriesCache.get(key)?.firstMs ?? Infinity),
-      })
-    return outcome
+    batch.forEach((p, i) => {
+      for (const key of refreshed[i]!) {
+        const cached = this.#seriesCache.get(key)!
+        if (p.seenMs > cached.seenMs) this.#seriesCache.set(key, { ...cached, seenMs: p.seenMs })
+      }
+      for (const [key, id] of upserted[i]!)
+        this.#seriesCache.set(key, {
+          id,
+          seenMs: Math.max(p.seenMs, this.#seriesCache.get(key)?.seenMs ?? 0),
+          firstMs: Math.min(p.seenMs, this.#seriesCache.get(key)?.firstMs ?? Infinity),
+        })
+    })
+    this.#wrote(written)
+    return outcomes
   }
 
   /** Upserts label sets (in sorted order, so concurrent transactions lock rows in one order) and returns their ids. */
@@ -740,10 +829,12 @@ class SqlStore implements Store {
         .execute()
     // Keeps SQLite's planner statistics current as the tables grow (cheap; a no-op when nothing changed).
     if (this.dialect === 'sqlite') await sql`pragma optimize`.execute(this.#db)
-    if (rolledUp > 0 || deleted > 0)
+    if (rolledUp > 0 || deleted > 0) {
+      this.#wrote(rolledUp + deleted)
       this.#log(
         `store: compacted ${rolledUp} rollup rows, deleted ${deleted} rows in ${this.#clock() - startedMs} ms`,
       )
+    }
     return { rolledUp, deleted }
   }
 
@@ -757,6 +848,7 @@ class SqlStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.#closing()
     await this.#db.destroy()
   }
 
@@ -942,6 +1034,22 @@ function counted(segments: readonly Segment[], r: Row): boolean {
   })
 }
 
+/**
+ * The next batch of waiting reports, taken off the front: as many as fit {@link INGEST_BATCH_MAX_ROWS} series
+ * rows and {@link INGEST_BATCH_MAX_REPORTS}, and always the first.
+ */
+function takeBatch(waiting: WaitingReport[]): WaitingReport[] {
+  let rows = 0
+  let n = 0
+  while (n < waiting.length && n < INGEST_BATCH_MAX_REPORTS) {
+    const p = waiting[n]!.prepared
+    rows += p.pending.length + p.counters.length
+    if (n > 0 && rows > INGEST_BATCH_MAX_ROWS) break
+    n++
+  }
+  return waiting.splice(0, n)
+}
+
 /** Column types of the bulk-inserted tables, for PostgreSQL's typed arrays. */
 const BULK_TYPES: Readonly<Record<string, string>> = {
   step_ms: 'bigint',
@@ -971,7 +1079,7 @@ const BULK_CHUNK_ROWS = 20_000
 async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count' | 'tg_count_service'>(
   trx: Db,
   table: T,
-  rows: ReadonlyArray<DB[T] extends infer R ? { [K in keyof R]: R[K] } : never>,
+  rows: ReadonlyArray<RowOf<T>>,
 ): Promise<void> {
   if (rows.length === 0) return
   const columns = Object.keys(rows[0]!)

@@ -10,6 +10,8 @@ export interface SqliteDriver {
   /** `better-sqlite3` (release 12, compiled at install) or `better-sqlite3-napi` (release 13, Node-API). */
   readonly module: 'better-sqlite3' | 'better-sqlite3-napi'
   readonly version: string
+  /** The module's resolved entry file, for loading the same driver in a worker thread. */
+  readonly path: string
 }
 
 const require = createRequire(import.meta.url)
@@ -37,7 +39,8 @@ export function sqliteDriver(): SqliteDriver {
     try {
       const Database = require('better-sqlite3-napi') as SqliteConstructor
       const version = (require('better-sqlite3-napi/package.json') as { version: string }).version
-      return (loaded = { Database, module: 'better-sqlite3-napi', version })
+      const path = require.resolve('better-sqlite3-napi')
+      return (loaded = { Database, module: 'better-sqlite3-napi', version, path })
     } catch (err) {
       if (major >= 24)
         throw new Error(
@@ -48,5 +51,5 @@ export function sqliteDriver(): SqliteDriver {
   }
   const Database = require('better-sqlite3') as SqliteConstructor
   const version = (require('better-sqlite3/package.json') as { version: string }).version
-  return (loaded = { Database, module: 'better-sqlite3', version })
+  return (loaded = { Database, module: 'better-sqlite3', version, path: require.resolve('better-sqlite3') })
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { BadRequest } from '../../../collector/errors.js'
+import { sql } from 'kysely'
 import { createStore } from '../../../collector/index.js'
+import { storeDatabase } from '../../../collector/store/index.js'
 import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { fingerprint, histogramOf, labels, makeReport } from '../../helpers/reports.js'
 
@@ -91,6 +93,83 @@ for (const dialect of testDialects())
       })
       await expect(closed.counts({}, ALL)).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
       await expect(closed.services()).rejects.toMatchObject({ code: 'TG_ERR_STORE_UNAVAILABLE' })
+    })
+
+    it('writes reports that arrive together in shared transactions: each stored once, duplicates told apart', async () => {
+      // 40 reports from 8 agents at once, every one sent twice: the first is written at once, the rest wait and
+      // go together; a retry in the same batch as its original is a duplicate, as it is in a later one.
+      const reports = Array.from({ length: 40 }, (_, i) =>
+        makeReport({
+          instance: `agent-${i % 8}`,
+          seq: Math.floor(i / 8) + 1,
+          startMs: T0 + Math.floor(i / 8) * 5000,
+          series: [
+            {
+              labels: { replica: `r${i % 8}` },
+              samples: { total: [1000 + i, 2000 + i] },
+              ok: 2,
+              outputTokens: i,
+            },
+            { labels: { service: 'embed', replica: `r${i % 8}` }, samples: { queue: [10 + i] }, error: 1 },
+          ],
+        }),
+      )
+      const outcomes = await Promise.all(
+        [...reports, ...reports].map((r, i) => db.store.ingest(r, T0 + 30_000 + i)),
+      )
+      expect(outcomes.slice(0, 40).every((o) => o.kind === 'stored')).toBe(true)
+      expect(outcomes.slice(40).every((o) => o.kind === 'duplicate')).toBe(true)
+      expect(await db.store.counts({ service: 'chat' }, ALL)).toMatchObject({ ok: 80, outputTokens: 780 })
+      expect(await db.store.counts({ service: 'embed' }, ALL)).toMatchObject({ ok: 0, error: 40 })
+      expect((await db.store.histograms({ service: 'chat' }, ALL, ['total'])).get('total')!.totalCount).toBe(
+        80,
+      )
+      expect(
+        (await db.store.histograms({ replica: 'r3' }, ALL, ['total', 'queue'])).get('queue')!.totalCount,
+      ).toBe(5)
+      expect((await db.store.services()).length).toBe(16)
+    })
+
+    it('fails only the report whose write fails when it shared a transaction with others', async () => {
+      // A trigger refuses one agent's reports inside the database: a failure no check before the write can see.
+      const kdb = storeDatabase(db.store)!
+      if (dialect === 'sqlite')
+        await sql`create trigger tg_test_poison before insert on tg_report when new.agent_instance = 'poison'
+          begin select raise(abort, 'poisoned report'); end`.execute(kdb)
+      else {
+        await sql`create function tg_test_poison() returns trigger language plpgsql as $$
+          begin if new.agent_instance = 'poison' then raise exception 'poisoned report'; end if; return new; end $$`.execute(
+          kdb,
+        )
+        await sql`create trigger tg_test_poison before insert on tg_report for each row execute function tg_test_poison()`.execute(
+          kdb,
+        )
+      }
+      const report = (instance: string, seq: number) =>
+        makeReport({
+          instance,
+          seq,
+          startMs: T0,
+          series: [{ labels: { replica: instance }, samples: { total: [1000] }, ok: 1 }],
+        })
+      const sent = [
+        report('first', 1),
+        ...Array.from({ length: 10 }, (_, i) => report(`good-${i}`, 1)),
+        report('poison', 1),
+        ...Array.from({ length: 10 }, (_, i) => report(`more-${i}`, 1)),
+      ]
+      const settled = await Promise.allSettled(sent.map((r) => db.store.ingest(r, T0 + 6000)))
+      const poisoned = settled[11]!
+      expect(poisoned.status).toBe('rejected')
+      expect((poisoned as PromiseRejectedResult).reason).toMatchObject({
+        code: 'TG_ERR_STORE_UNAVAILABLE',
+        message: expect.stringMatching(/poisoned report/),
+      })
+      settled.forEach((s, i) => {
+        if (i !== 11) expect(s).toEqual({ status: 'fulfilled', value: { kind: 'stored' } })
+      })
+      expect((await db.store.counts({}, ALL)).ok).toBe(21)
+      expect((await db.store.services()).map((s) => s.replica)).not.toContain('poison')
     })
 
     it('lists series with first and last seen times: the data’s time, never later than its arrival', async () => {
