@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net'
+import { Worker } from 'node:worker_threads'
 import { decodeFromCompressedBase64, encodeIntoCompressedBase64 } from 'hdr-histogram-js'
 import type { Kysely } from 'kysely'
 import { createStore, encodeHistogram, newHistogram } from '../../collector/index.js'
@@ -8,9 +9,17 @@ import { storeInternals } from '../../collector/store/sql-store.js'
 import { createTestDatabase, testDialects } from '../helpers/dialects.js'
 import { hdrReference } from '../helpers/hdr.js'
 import { latenciesUs, rng } from '../helpers/reports.js'
+import type { AgentsJob, AgentsResult } from './ingest-agents.js'
 import type { Bench, BenchResult } from './table.js'
 
-const SIZES = [1, 100, 10_000]
+/** Series per report, and reports in flight at once (agents sending together: the collector's group commit). */
+const SHAPES: ReadonlyArray<readonly [series: number, agents: number]> = [
+  [1, 1],
+  [100, 1],
+  [10_000, 1],
+  [1, 16],
+  [100, 16],
+]
 const BUDGET_MS = 4000
 const MIN_REPORTS = 3
 const TOKEN = 'bench-agent-token'
@@ -19,10 +28,11 @@ const METRICS = ['total', 'queue'] as const
 
 /**
  * Ingest throughput (issue #12): series stored per second by one collector process, over real HTTP
- * (`POST /api/v1/reports`, JSON, schema validation, histogram checks, one transaction per report), at 1,
- * 100 and 10,000 series per report (two histograms each, ≈ 100 requests per series). Baselines in the same
- * run: a bare multi-row INSERT of the same histogram rows (the database's floor, one transaction per
- * report), and the pre-#12 validation alone (each histogram decoded into an HDR histogram) as series/s.
+ * (`POST /api/v1/reports`, JSON, schema validation, histogram checks, acknowledged after commit), at 1, 100 and
+ * 10,000 series per report from one agent at a time, and at 1 and 100 series per report from 16 agents at once (a
+ * fleet's shape: the reports that arrive while a transaction runs share the next one). Baselines in the same
+ * run: a bare multi-row INSERT of the same histogram rows (the database's floor, one transaction per report), and
+ * the pre-#12 validation alone (each histogram decoded into an HDR histogram) as series/s.
  */
 const bench: Bench = {
   name: 'ingest',
@@ -31,7 +41,7 @@ const bench: Bench = {
     const { pool, hdrPool } = histogramPools()
     const legacyPerSec = legacyValidation(hdrPool)
     for (const dialect of testDialects()) {
-      for (const n of SIZES) {
+      for (const [n, agents] of SHAPES) {
         const tdb = await createTestDatabase(dialect)
         const store = await createStore({ url: tdb.url })
         const app = await buildCollector(
@@ -45,42 +55,33 @@ const bench: Bench = {
         try {
           await app.listen({ host: '127.0.0.1', port: 0 })
           const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/reports`
-          const body = (seq: number) => JSON.stringify(report(seq, n, pool))
-          const post = async (seq: number) => {
-            const res = await fetch(url, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-              body: body(seq),
-            })
-            if (res.status !== 200) throw new Error(`ingest: ${res.status} ${await res.text()}`)
-            await res.arrayBuffer()
+          // Each agent's body is made once with markers for seq and time, filled in per report by the agents'
+          // thread, which runs their HTTP client beside the collector's event loop, as a fleet's agents would.
+          const job: AgentsJob = {
+            url,
+            token: TOKEN,
+            parts: Array.from({ length: agents }, (_, a) => template(a, n, pool)),
+            markers: MARKERS,
+            baseMs: NOW - 30 * 86_400_000,
+            seriesPerReport: n,
+            budgetMs: BUDGET_MS,
+            minReports: MIN_REPORTS,
           }
-          await post(1) // first sight of every series: the upsert, as when an agent starts
-          let seq = 1
-          let series = 0
-          let sentMs = 0
-          const t0 = performance.now()
-          while (performance.now() - t0 < BUDGET_MS || seq < MIN_REPORTS + 1) {
-            const text = body(++seq) // built outside the timed part: that is the agent's work
-            const t1 = performance.now()
-            const res = await fetch(url, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-              body: text,
-            })
-            if (res.status !== 200) throw new Error(`ingest: ${res.status} ${await res.text()}`)
-            await res.arrayBuffer()
-            sentMs += performance.now() - t1
-            series += n
-          }
+          const done = await runAgents(job)
+          const reports = done.reports
+          const series = done.series
+          // One agent: the time its requests took; several: the wall time they shared.
+          const sentMs = agents === 1 ? done.requestMs : done.wallMs
+          const seq = reports + 1
           const perSec = (series / sentMs) * 1000
           const floor = await bareInsertPerSec(store, n, pool)
           log(
-            `${dialect} ${n} series/report: ${perSec.toFixed(0)} series/s (${seq - 1} reports); bare insert ${floor.toFixed(0)}`,
+            `${dialect} ${n} series/report × ${agents} in flight: ${perSec.toFixed(0)} series/s (${seq - 1} reports); bare insert ${floor.toFixed(0)}`,
           )
           rows.push([
             dialect,
             n,
+            agents,
             seq - 1,
             perSec,
             floor,
@@ -100,6 +101,7 @@ const bench: Bench = {
       columns: [
         'dialect',
         'series/report',
+        'in flight',
         'reports',
         'series/s',
         'bare INSERT series/s',
@@ -136,18 +138,56 @@ function histogramPools(): { pool: string[]; hdrPool: string[] } {
   return { pool, hdrPool }
 }
 
-function report(seq: number, n: number, pool: readonly string[]): IntervalReport {
+/** The numbers that mark the seq, the interval's start and its end in a {@link template}. */
+const MARKERS = ['987654321', '987654322', '987654323'] as const
+
+/**
+ * Agent `a`'s report body, cut at {@link MARKERS} (the agents' thread fills them in per report). Series are the
+ * agent's own (its replicas); histograms rotate through the pool by agent.
+ */
+function template(a: number, n: number, pool: readonly string[]): string[] {
+  const [seq, start, end] = MARKERS.map(Number) as [number, number, number]
+  const r = report(seq, n, pool, a)
+  return JSON.stringify({ ...r, intervalStartMs: start, intervalEndMs: end }).split(
+    new RegExp(`(${MARKERS.join('|')})`),
+  )
+}
+
+/** Runs the agents on their own thread ({@link AgentsJob}) and returns what they did. */
+async function runAgents(job: AgentsJob): Promise<AgentsResult> {
+  const worker = new Worker(new URL('./ingest-agents.js', import.meta.url), { workerData: job })
+  try {
+    const reply = await new Promise<{ ok: true; result: AgentsResult } | { ok: false; error: string }>(
+      (resolve, reject) => {
+        worker.once('message', resolve)
+        worker.once('error', reject)
+      },
+    )
+    if (!reply.ok) throw new Error(reply.error)
+    return reply.result
+  } finally {
+    await worker.terminate()
+  }
+}
+
+function report(seq: number, n: number, pool: readonly string[], agent = 0): IntervalReport {
   return {
     version: 1,
-    agent: { id: 'bench', instance: 'bench-ingest', node: 'n0' },
+    agent: { id: 'bench', instance: `bench-ingest-${agent}`, node: `n${agent}` },
     seq,
     // Reports start 30 days back so that a fast run (hundreds of thousands of reports) never reaches the
     // collector's clock (reports over 10 minutes ahead of it are refused).
     intervalStartMs: NOW - 30 * 86_400_000 + seq * 5000,
     intervalEndMs: NOW - 30 * 86_400_000 + seq * 5000 + 5000,
     series: Array.from({ length: n }, (_, i) => ({
-      labels: { service: `svc-${i % 10}`, model: 'm', version: '1', replica: `r${i}`, node: `n${i % 100}` },
-      histograms: Object.fromEntries(METRICS.map((m, k) => [m, pool[(i + k + seq) % pool.length]!])),
+      labels: {
+        service: `svc-${i % 10}`,
+        model: 'm',
+        version: '1',
+        replica: `a${agent}-r${i}`,
+        node: `n${agent}`,
+      },
+      histograms: Object.fromEntries(METRICS.map((m, k) => [m, pool[(i + k + seq + agent) % pool.length]!])),
       requests: { ok: 100, error: 0, shed: 0 },
     })),
   }
