@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
 import { Kysely, SqliteDialect, sql } from 'kysely'
@@ -95,7 +96,8 @@ export async function createStore(opts: StoreOptions): Promise<Store> {
       dialect = 'sqlite'
       const opened = openSqlite(opts.url)
       if (opened.path !== ':memory:')
-        checkpointer = new SqliteCheckpointer(opened.path, sqliteDriver().path, logger)
+        // An absolute path: the thread opens the file itself, whatever the working directory is by then.
+        checkpointer = new SqliteCheckpointer(resolvePath(opened.path), sqliteDriver().path, logger)
       db = new Kysely<DB>({
         dialect: new SqliteDialect({ database: withBulkStatementCache(opened.database) }),
       })
