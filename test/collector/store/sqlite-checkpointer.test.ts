@@ -9,6 +9,7 @@ import {
   SqliteCheckpointer,
 } from '../../../collector/store/sqlite-checkpointer.js'
 import { sqliteDriver } from '../../../collector/store/sqlite-driver.js'
+import { eventually } from '../../helpers/cli.js'
 import { makeReport } from '../../helpers/reports.js'
 
 // SQLite's WAL is copied into the database file by a worker thread (SqliteCheckpointer), not inside the
@@ -20,14 +21,6 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'tg-checkpoint-'))
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
-
-async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
-  const t0 = Date.now()
-  while (!ok()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 describe('the background checkpoint', () => {
   it('copies every committed WAL frame into the database file when poked, off the writing thread', async () => {
@@ -45,7 +38,7 @@ describe('the background checkpoint', () => {
     const lines: string[] = []
     const cp = new SqliteCheckpointer(path, driver.path, (l) => lines.push(l))
     cp.poke(CHECKPOINT_EVERY_ROWS)
-    await until('a checkpoint', () => cp.stats.runs > 0)
+    await eventually(async () => cp.stats.runs > 0, 10_000, 20)
     expect(cp.stats.lastLog).toBeGreaterThan(100)
     expect(cp.stats.lastCheckpointed).toBe(cp.stats.lastLog)
     expect(statSync(path).size).toBeGreaterThan(before + 1_000_000)
@@ -66,7 +59,7 @@ describe('the background checkpoint', () => {
     const lines: string[] = []
     const cp = new SqliteCheckpointer(path, join(dir, 'no-such-driver.js'), (l) => lines.push(l))
     cp.poke(1)
-    await until('the failure line', () => lines.length > 0)
+    await eventually(async () => lines.length > 0, 10_000, 20)
     expect(lines[0]).toMatch(/checkpoint thread stopped: .*no-such-driver.*the writer checkpoints by itself/)
     cp.poke(CHECKPOINT_EVERY_ROWS)
     await cp.stop()
@@ -90,7 +83,7 @@ describe('the background checkpoint', () => {
         ).toBe('stored')
       const walPages = statSync(`${path}-wal`).size / 4096
       expect(walPages).toBeLessThan(FALLBACK_AUTOCHECKPOINT_PAGES) // so the writer never checkpointed by itself
-      await until('the database file to grow', () => statSync(path).size > before + 500_000)
+      await eventually(async () => statSync(path).size > before + 500_000, 10_000, 20)
     } finally {
       await store.close()
     }
