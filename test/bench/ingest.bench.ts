@@ -72,17 +72,16 @@ const bench: Bench = {
           const series = done.series
           // One agent: the time its requests took; several: the wall time they shared.
           const sentMs = agents === 1 ? done.requestMs : done.wallMs
-          const seq = reports + 1
           const perSec = (series / sentMs) * 1000
           const floor = await bareInsertPerSec(store, n, pool)
           log(
-            `${dialect} ${n} series/report × ${agents} in flight: ${perSec.toFixed(0)} series/s (${seq - 1} reports); bare insert ${floor.toFixed(0)}`,
+            `${dialect} ${n} series/report × ${agents} in flight: ${perSec.toFixed(0)} series/s (${reports} reports); bare insert ${floor.toFixed(0)}`,
           )
           rows.push([
             dialect,
             n,
             agents,
-            seq - 1,
+            reports,
             perSec,
             floor,
             perSec / floor,
