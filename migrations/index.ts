@@ -14,6 +14,7 @@ const MIGRATIONS: Readonly<Record<string, () => Promise<Migration>>> = {
   '2026-11-23T1200_controller': () => import('./2026-11-23T1200_controller.js'),
   '2026-11-25T1000_service_counts': () => import('./2026-11-25T1000_service_counts.js'),
   '2026-11-26T2200_partial_lookup': () => import('./2026-11-26T2200_partial_lookup.js'),
+  '2026-11-27T0500_packed_finest': () => import('./2026-11-27T0500_packed_finest.js'),
 }
 
 /**

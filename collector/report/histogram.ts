@@ -115,16 +115,38 @@ export class LatencyHistogram {
 
   /** Adds `count` to bucket `i` (the codec's and the merge's primitive). */
   addAtIndex(i: number, count: number): void {
-    if (i < this.#offset || i >= this.#offset + this.#counts.length) this.#grow(i)
+    if (i < this.#offset || i >= this.#offset + this.#counts.length) this.#grow(i, i)
     this.#counts[i - this.#offset]! += count
     this.#total += count
     if (i < this.#lo) this.#lo = i
     if (i > this.#hi) this.#hi = i
   }
 
-  #grow(i: number): void {
-    const lo = Math.min(i, this.#lo)
-    const hi = Math.max(i, this.#hi)
+  /**
+   * Adds `n` buckets given as parallel arrays, indexes strictly increasing (a decoded histogram): one range
+   * check for all of them, then a plain loop. The merge of ingest and of queries.
+   */
+  addBuckets(n: number, indexes: ArrayLike<number>, counts: ArrayLike<number>): void {
+    if (n === 0) return
+    const first = indexes[0]!
+    const last = indexes[n - 1]!
+    if (first < this.#offset || last >= this.#offset + this.#counts.length) this.#grow(first, last)
+    const c = this.#counts
+    const off = this.#offset
+    let total = 0
+    for (let k = 0; k < n; k++) {
+      c[indexes[k]! - off]! += counts[k]!
+      total += counts[k]!
+    }
+    this.#total += total
+    if (first < this.#lo) this.#lo = first
+    if (last > this.#hi) this.#hi = last
+  }
+
+  /** Resizes the window of counts to hold buckets `from..to` and those already held. */
+  #grow(from: number, to: number): void {
+    const lo = Math.min(from, this.#lo)
+    const hi = Math.max(to, this.#hi)
     // Room on both sides: latencies drift, and a window that doubles keeps growth amortised.
     const span = hi - lo + 1
     const size = Math.min(MAX_INDEX + 1, Math.max(4096, 2 ** Math.ceil(Math.log2(span * 2))))
@@ -354,43 +376,157 @@ export function inspectHistogram(
   hdrLimits: HistogramHeaderLimits = HISTOGRAM_HEADER_LIMITS,
 ): HistogramCheck {
   try {
-    return encoded.startsWith(SPARSE_PREFIX) ? readSparse(encoded, sink) : readHdr(encoded, hdrLimits, sink)
+    return encoded.startsWith(SPARSE_PREFIX)
+      ? readSparse(encoded, sink, undefined, false)
+      : readHdr(encoded, hdrLimits, sink)
   } catch (err) {
     return { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
   }
 }
 
-function readSparse(encoded: string, sink?: (index: number, count: number) => void): HistogramCheck {
-  const bytes = Buffer.from(encoded.slice(SPARSE_PREFIX.length), 'base64')
-  let pos = 0
-  const varint = (): number => {
-    let v = 0
-    let scale = 1
-    for (;;) {
-      if (pos >= bytes.length) throw new Error('truncated')
-      const b = bytes[pos++]!
-      v += (b & 0x7f) * scale
-      if (b < 0x80) return v
-      scale *= 0x80
-      if (scale > 2 ** 56) throw new Error('varint too long')
-    }
+/**
+ * Ingest's check of an encoded histogram (either encoding): {@link inspectHistogram} with
+ * {@link HISTOGRAM_HEADER_LIMITS}, and the text must be canonical base64 (after the `tgh1.` prefix), so that a
+ * stored histogram never holds a character that needs escaping (`collector/store/packs.ts` writes them into JSON
+ * as they are). With a `target`, a histogram that passes is added into it, all buckets at once.
+ *
+ * @example checkHistogram(wire, serviceTotal) // { ok: true, totalCount: 500, … }
+ */
+export function checkHistogram(encoded: string, target?: Histogram): HistogramCheck {
+  try {
+    if (encoded.startsWith(SPARSE_PREFIX)) return readSparse(encoded, undefined, target, true)
+    if (!CANONICAL_BASE64.test(encoded))
+      return { ok: false, error: 'histogram holds a character outside base64' }
+    const hdr = target === undefined ? undefined : (i: number, n: number) => target.addAtIndex(i, n)
+    // The HDR form is added only once it is known good, as the sparse form is.
+    const check = readHdr(encoded, HISTOGRAM_HEADER_LIMITS, undefined)
+    if (check.ok && hdr) readHdr(encoded, HISTOGRAM_HEADER_LIMITS, hdr)
+    return check
+  } catch (err) {
+    return { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
   }
-  const n = varint()
+}
+
+const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+function readSparse(
+  encoded: string,
+  sink: ((index: number, count: number) => void) | undefined,
+  target: LatencyHistogram | undefined,
+  strict: boolean,
+): HistogramCheck {
+  let length = decodeBase64(encoded, SPARSE_PREFIX.length)
+  let bytes = DECODED
+  if (length < 0) {
+    // Outside the canonical form (what our encoder writes): refused at ingest; rows stored before this check
+    // are read as Node's lenient base64 decoder reads them.
+    if (strict) return { ok: false, error: 'histogram holds a character outside base64' }
+    bytes = Buffer.from(encoded.slice(SPARSE_PREFIX.length), 'base64')
+    length = bytes.length
+  }
+  let pos = 0
+  // Varints inline (this loop reads every bucket of every histogram ingest checks and queries merge).
+  let n = 0
+  for (let scale = 1; ; scale *= 0x80) {
+    if (pos >= length) throw new Error('truncated')
+    const b = bytes[pos++]!
+    n += (b & 0x7f) * scale
+    if (b < 0x80) break
+    if (scale >= 2 ** 56) throw new Error('varint too long')
+  }
   if (n > MAX_INDEX + 1)
     return { ok: false, error: `histogram claims ${n} buckets, at most ${MAX_INDEX + 1}` }
+  if (target !== undefined && n > BUCKETS_SCRATCH.length) {
+    BUCKETS_SCRATCH = new Float64Array(MAX_INDEX + 1)
+    COUNTS_SCRATCH = new Float64Array(MAX_INDEX + 1)
+  }
+  const indexes = BUCKETS_SCRATCH
+  const counts = COUNTS_SCRATCH
   let index = -1
   let total = 0
   for (let k = 0; k < n; k++) {
-    index += varint() + 1
-    const count = varint()
+    let gap = 0
+    for (let scale = 1; ; scale *= 0x80) {
+      if (pos >= length) throw new Error('truncated')
+      const b = bytes[pos++]!
+      gap += (b & 0x7f) * scale
+      if (b < 0x80) break
+      if (scale >= 2 ** 56) throw new Error('varint too long')
+    }
+    let count = 0
+    for (let scale = 1; ; scale *= 0x80) {
+      if (pos >= length) throw new Error('truncated')
+      const b = bytes[pos++]!
+      count += (b & 0x7f) * scale
+      if (b < 0x80) break
+      if (scale >= 2 ** 56) throw new Error('varint too long')
+    }
+    index += gap + 1
     if (index > MAX_INDEX) return { ok: false, error: 'histogram holds values above 30 days' }
     if (count === 0) return { ok: false, error: `histogram bucket ${index} has count 0` }
     total += count
-    if (sink) sink(index, count)
+    if (target !== undefined) {
+      indexes[k] = index
+      counts[k] = count
+    } else if (sink) sink(index, count)
   }
-  if (pos !== bytes.length) return { ok: false, error: 'trailing bytes after the last bucket' }
+  if (pos !== length) return { ok: false, error: 'trailing bytes after the last bucket' }
   if (!Number.isSafeInteger(total)) return { ok: false, error: 'histogram counts overflow' }
+  // Added only once the whole histogram is known good (a refused one leaves the target as it was).
+  if (target !== undefined) target.addBuckets(n, indexes, counts)
   return { ok: true, totalCount: total, maxUs: n === 0 ? 0 : reportedTicks(index) / TICKS_PER_US, buckets: n }
+}
+
+/** Base64 digit of each UTF-16 code unit (-1: not in the standard alphabet). */
+const BASE64_DIGIT = (() => {
+  const t = new Int8Array(65536).fill(-1)
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+  for (let i = 0; i < 64; i++) t[alphabet.charCodeAt(i)] = i
+  return t
+})()
+/** Where {@link decodeBase64} writes (decoding is synchronous: one buffer serves every call). */
+let DECODED = new Uint8Array(64 * 1024)
+/** A decoded histogram's buckets before they are added into a target (see {@link readSparse}). */
+let BUCKETS_SCRATCH = new Float64Array(4096)
+let COUNTS_SCRATCH = new Float64Array(4096)
+
+/**
+ * Decodes the padded standard base64 of `s` from `from` into {@link DECODED} and returns the byte length, or -1
+ * when `s` is not in that form (a character outside the alphabet, padding other than at the end, a length
+ * that is not a multiple of 4). Node's decoder skips such characters; ingest must not store them.
+ */
+function decodeBase64(s: string, from: number): number {
+  const chars = s.length - from
+  if (chars % 4 !== 0) return -1
+  let pad = 0
+  if (chars > 0 && s.charCodeAt(s.length - 1) === 61) pad = s.charCodeAt(s.length - 2) === 61 ? 2 : 1
+  const length = (chars / 4) * 3 - pad
+  if (length > DECODED.length) DECODED = new Uint8Array(Math.max(length, 2 * DECODED.length))
+  const out = DECODED
+  const d = BASE64_DIGIT
+  const full = s.length - (pad > 0 ? 4 : 0)
+  let o = 0
+  for (let i = from; i < full; i += 4) {
+    const a = d[s.charCodeAt(i)]!
+    const b = d[s.charCodeAt(i + 1)]!
+    const c = d[s.charCodeAt(i + 2)]!
+    const e = d[s.charCodeAt(i + 3)]!
+    if ((a | b | c | e) < 0) return -1
+    const v = (a << 18) | (b << 12) | (c << 6) | e
+    out[o++] = v >> 16
+    out[o++] = (v >> 8) & 0xff
+    out[o++] = v & 0xff
+  }
+  if (pad > 0) {
+    const a = d[s.charCodeAt(full)]!
+    const b = d[s.charCodeAt(full + 1)]!
+    const c = pad === 1 ? d[s.charCodeAt(full + 2)]! : 0
+    if ((a | b | c) < 0) return -1
+    const v = (a << 18) | (b << 12) | (c << 6)
+    out[o++] = v >> 16
+    if (pad === 1) out[o++] = (v >> 8) & 0xff
+  }
+  return o
 }
 
 /**
@@ -597,7 +733,14 @@ function inOrder(indexes: readonly number[], counts: readonly number[]): [number
  * ```
  */
 export function addEncoded(target: Histogram, encoded: string): void {
-  const check = inspectHistogram(encoded, (i, n) => target.addAtIndex(i, n), STORED_HEADER_LIMITS)
+  let check: HistogramCheck
+  try {
+    check = encoded.startsWith(SPARSE_PREFIX)
+      ? readSparse(encoded, undefined, target, false)
+      : readHdr(encoded, STORED_HEADER_LIMITS, (i, n) => target.addAtIndex(i, n))
+  } catch (err) {
+    check = { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
+  }
   if (!check.ok) throw new Error(check.error)
 }
 

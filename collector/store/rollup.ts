@@ -11,6 +11,7 @@ export type RollupTable =
   | 'tg_gpu_stat'
   | 'tg_signal'
   | 'tg_bucket_hist'
+  | 'tg_pack'
 
 /**
  * Claims the finer level's unconsumed rows of `[fromMs, toMs)` in `table` (`UPDATE … SET consumed = 1 WHERE

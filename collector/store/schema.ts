@@ -22,6 +22,7 @@ export interface DB extends SloTables, ControllerTables {
   tg_hist_service: ServiceHistTable
   tg_count: CountTable
   tg_count_service: ServiceCountTable
+  tg_pack: PackTable
   tg_level_state: LevelStateTable
   tg_gpu: GpuTable
   tg_gpu_stat: GpuStatTable
@@ -109,6 +110,25 @@ export interface ServiceCountTable extends CountColumns {
   bucket_ms: number
   service: string
   consumed: number
+}
+
+/**
+ * The finest level's per-replica histograms and counters, one row per report and service (migration
+ * 2026-11-27T0500): ingest writes these instead of one `tg_hist` row per series and metric and one `tg_count`
+ * row per series; compaction unpacks them into the next level's `tg_hist`/`tg_count` rows. `step_ms` is always
+ * the finest step. Same `consumed` rule as `tg_hist`. Format: `collector/store/packs.ts`.
+ */
+export interface PackTable {
+  step_ms: number
+  bucket_ms: number
+  service: string
+  consumed: number
+  /** The series ids, comma-separated; the lists below follow this order. */
+  series_ids: string
+  /** JSON object: metric → the series' encoded histograms, comma-separated (empty where a series has none). */
+  histograms: string
+  /** JSON array: per series `[ok, error, shed, outputTokens, errorClasses]`, or 0 where it counted nothing. */
+  counts: string
 }
 
 /** Per rollup level, the time before which compaction has deleted that level's rows (retention). */

@@ -1,6 +1,6 @@
 import { CompiledQuery, Migrator, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
-import { addEncoded, inspectHistogram, mergeEncoded } from '../report/histogram.js'
+import { addEncoded, checkHistogram, mergeEncoded } from '../report/histogram.js'
 import type { HistogramCheck } from '../report/histogram.js'
 import { encodeHistogram, isMetric, newHistogram, seriesKey } from '../report/index.js'
 import type { GpuField, Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
@@ -9,6 +9,8 @@ import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
 import { claimGroups } from './rollup.js'
+import { PackBuilder, packColumns, unpackCounts, unpackHistograms } from './packs.js'
+import type { PackedCounts } from './packs.js'
 import { bulkInsertSql, statementSizes } from './sqlite-bulk.js'
 import {
   GPU_RECENT_EVENTS_MS,
@@ -83,8 +85,10 @@ interface PreparedReport {
   readonly receivedAtMs: number
   readonly bucketMs: number
   readonly seenMs: number
-  readonly pending: Array<{ key: string; metric: Metric; histogram: string }>
-  readonly counters: Array<{ key: string; service: string; columns: CountColumns }>
+  /** The report's series, one pack per service (`tg_pack`). */
+  readonly packs: readonly PackBuilder[]
+  /** The per-replica rows the packs stand for (histograms with counts, and counters): a batch's size. */
+  readonly seriesRows: number
   readonly labelsByKey: ReadonlyMap<string, SeriesLabels>
   readonly serviceHists: ReadonlyArray<readonly [readonly [string, string], string]>
   readonly serviceCounts: ReadonlyArray<readonly [string, CountColumns]>
@@ -111,6 +115,17 @@ const MAX_SQL_RANGES_PER_LEVEL = 16
 /** Fine rows a compaction transaction claims at most per series and metric (sets the window length). */
 const COMPACT_WINDOW_FINE_BUCKETS = 64
 const MAX_RETRIES = 5
+/** The tables compaction rolls up and retention trims, in the order it takes them (packs first). */
+const ROLLUP_TABLES = [
+  'tg_pack',
+  'tg_hist',
+  'tg_hist_service',
+  'tg_count',
+  'tg_count_service',
+  'tg_gpu_stat',
+  'tg_signal',
+  'tg_bucket_hist',
+] as const
 const RETRYABLE_PG_CODES = new Set(['40001', '40P01'])
 
 const EMPTY_COUNTS: RequestCounts = Object.freeze({
@@ -126,7 +141,8 @@ const EMPTY_COUNTS: RequestCounts = Object.freeze({
  *
  * Concurrency design (several collectors on one PostgreSQL): every write is an INSERT of new rows,
  * never a read-modify-write of a shared row, so concurrent ingests cannot lose each other's updates.
- * Each report adds one row per (series, metric) on the finest level. Compaction claims finer rows with
+ * Each report adds, on the finest level, one pack per service (`tg_pack`: its replicas' histograms and counters)
+ * and one service row per (service, metric). Compaction claims finer rows with
  * `UPDATE … SET consumed = 1 WHERE consumed = 0 … RETURNING`: under READ COMMITTED a second compactor
  * blocks on the claimed rows, re-checks `consumed = 0` after the first commits and skips them, so each row
  * is merged into exactly one coarser row (claim, merge and insert share one transaction). A query counts,
@@ -232,15 +248,17 @@ class SqlStore implements Store {
     // Series are "seen" at the time their data covers (not when the report arrived: a spooled report sent
     // after an outage is old data), never later than now.
     const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
-    // Each row keeps its series' key (made once per series), by which it finds the series id at insert time.
-    const pending: PreparedReport['pending'] = []
-    const counters: PreparedReport['counters'] = []
+    // Per service, the report's series packed into one row (they are found by key: ids come in the transaction).
+    const packs = new Map<string, PackBuilder>()
     const labelsByKey = new Map<string, SeriesLabels>()
     const serviceHists = new Merge<readonly [string, string]>()
+    const serviceCounts = new Map<string, CountSum>()
+    let seriesRows = 0
     report.series.forEach((s, i) => {
       const labels = pickLabels(s.labels)
       const key = seriesKey(labels)
       labelsByKey.set(key, labels)
+      let histograms: Array<readonly [Metric, string]> | null = null
       for (const [metric, encoded] of Object.entries(s.histograms)) {
         if (encoded === undefined) continue
         if (!isMetric(metric)) throw new BadRequest(`series[${i}].histograms: unknown metric "${metric}"`)
@@ -248,42 +266,39 @@ class SqlStore implements Store {
         // service's (one decode per histogram, not one to check and one to merge).
         const check = serviceHists.addChecked([labels.service, metric], encoded)
         if (!check.ok) throw new BadRequest(`series[${i}].histograms.${metric}: ${check.error}`)
-        if (check.totalCount > 0) pending.push({ key, metric, histogram: encoded })
+        if (check.totalCount > 0) (histograms ??= []).push([metric, encoded])
       }
       const classes = s.errorClasses ?? {}
       const tokens = s.outputTokens ?? 0
-      if (s.requests.ok + s.requests.error + s.requests.shed + tokens > 0 || Object.keys(classes).length > 0)
-        counters.push({
-          key,
-          service: labels.service,
-          columns: {
-            ok_count: s.requests.ok,
-            error_count: s.requests.error,
-            shed_count: s.requests.shed,
-            output_tokens: tokens,
-            error_classes: JSON.stringify(classes),
-          },
-        })
+      let counts: PackedCounts = 0
+      if (
+        s.requests.ok + s.requests.error + s.requests.shed + tokens > 0 ||
+        Object.keys(classes).length > 0
+      ) {
+        counts = [s.requests.ok, s.requests.error, s.requests.shed, tokens, classes]
+        // Per service, the report's counters summed (its histograms were merged across replicas above): a query by
+        // service reads one row per report on the finest level instead of one per replica.
+        let sum = serviceCounts.get(labels.service)
+        if (!sum) serviceCounts.set(labels.service, (sum = newCountSum()))
+        addToSum(sum, counts)
+      }
+      if (histograms === null && counts === 0) return
+      let pack = packs.get(labels.service)
+      if (!pack) packs.set(labels.service, (pack = new PackBuilder(labels.service)))
+      pack.add(key, histograms, counts)
+      seriesRows += (histograms?.length ?? 0) + (counts === 0 ? 0 : 1)
     })
     checkBucketHistograms(report)
-    // Per service, the report's counters summed (its histograms were merged across replicas above): a query by
-    // service reads one row per report on the finest level instead of one per replica.
-    const serviceCounts = new Map<string, CountColumns[]>()
-    for (const c of counters) {
-      const list = serviceCounts.get(c.service)
-      if (list) list.push(c.columns)
-      else serviceCounts.set(c.service, [c.columns])
-    }
     return {
       report,
       receivedAtMs,
       bucketMs,
       seenMs,
-      pending,
-      counters,
+      packs: [...packs.values()],
+      seriesRows,
       labelsByKey,
       serviceHists: serviceHists.rows(),
-      serviceCounts: [...serviceCounts].map(([service, rows]) => [service, countColumns(sumCounts(rows))]),
+      serviceCounts: [...serviceCounts].map(([service, sum]) => [service, sumColumns(sum)]),
     }
   }
 
@@ -326,8 +341,8 @@ class SqlStore implements Store {
         upserted = batch.map(() => new Map())
         refreshed = batch.map(() => [])
         const out: IngestOutcome[] = []
-        const hist: Array<RowOf<'tg_hist'>> = []
-        const count: Array<RowOf<'tg_count'>> = []
+        const pack: Array<RowOf<'tg_pack'>> = []
+        let packedRows = 0
         const serviceHist: Array<RowOf<'tg_hist_service'>> = []
         const serviceCount: Array<RowOf<'tg_count_service'>> = []
         const signals: ReturnType<typeof signalRows> = { signals: [], buckets: [] }
@@ -371,27 +386,19 @@ class SqlStore implements Store {
           // Rows as literals of one shape (not spreads of a shared base): cheaper to build and to read back.
           const stepMs = this.#finestMs
           const bucketMs = p.bucketMs
-          for (const r of p.pending)
-            hist.push({
+          for (const b of p.packs) {
+            const c = packColumns(b, idOfKey)
+            pack.push({
               step_ms: stepMs,
               bucket_ms: bucketMs,
               consumed: 0,
-              series_id: idOfKey(r.key),
-              metric: r.metric,
-              histogram: r.histogram,
+              service: c.service,
+              series_ids: c.series_ids,
+              histograms: c.histograms,
+              counts: c.counts,
             })
-          for (const c of p.counters)
-            count.push({
-              step_ms: stepMs,
-              bucket_ms: bucketMs,
-              consumed: 0,
-              series_id: idOfKey(c.key),
-              ok_count: c.columns.ok_count,
-              error_count: c.columns.error_count,
-              shed_count: c.columns.shed_count,
-              output_tokens: c.columns.output_tokens,
-              error_classes: c.columns.error_classes,
-            })
+          }
+          packedRows += p.seriesRows
           for (const [[service, metric], histogram] of p.serviceHists)
             serviceHist.push({
               step_ms: stepMs,
@@ -418,14 +425,13 @@ class SqlStore implements Store {
           for (const r of sig.signals) signals.signals.push(r)
           for (const r of sig.buckets) signals.buckets.push(r)
         }
-        await insertChunked(trx, 'tg_hist', hist)
-        await insertChunked(trx, 'tg_count', count)
+        await insertChunked(trx, 'tg_pack', pack)
         await insertChunked(trx, 'tg_hist_service', serviceHist)
         await insertChunked(trx, 'tg_count_service', serviceCount)
         await insertSignalRows(trx, signals.signals, signals.buckets)
+        // A pack counts as the rows it stands for: the checkpointer measures the WAL's growth in rows.
         written =
-          hist.length +
-          count.length +
+          packedRows +
           serviceHist.length +
           serviceCount.length +
           signals.signals.length +
@@ -780,7 +786,7 @@ class SqlStore implements Store {
       const coarse = this.#steps[i]!
       const boundary = floorTo(nowMs - this.#finestMs, coarse)
       const windowMs = Math.max(coarse, floorTo(COMPACT_WINDOW_FINE_BUCKETS * fine, coarse))
-      for (const table of ['tg_hist', 'tg_count', 'tg_gpu_stat', 'tg_signal', 'tg_bucket_hist'] as const) {
+      for (const table of ROLLUP_TABLES) {
         for (;;) {
           const first = await this.#db
             .selectFrom(table)
@@ -796,15 +802,17 @@ class SqlStore implements Store {
             this.#db
               .transaction()
               .execute((trx) =>
-                table === 'tg_hist'
-                  ? rollUpHist(trx, fine, coarse, fromMs, toMs)
-                  : table === 'tg_count'
-                    ? rollUpCounts(trx, fine, coarse, fromMs, toMs)
-                    : table === 'tg_gpu_stat'
-                      ? rollUpGpuStats(trx, fine, coarse, fromMs, toMs)
-                      : table === 'tg_signal'
-                        ? rollUpSignals(trx, fine, coarse, fromMs, toMs)
-                        : rollUpBucketHists(trx, fine, coarse, fromMs, toMs),
+                table === 'tg_pack'
+                  ? rollUpPacks(trx, fine, coarse, fromMs, toMs)
+                  : table === 'tg_hist' || table === 'tg_hist_service'
+                    ? rollUpHist(trx, table, fine, coarse, fromMs, toMs)
+                    : table === 'tg_count' || table === 'tg_count_service'
+                      ? rollUpCounts(trx, table, fine, coarse, fromMs, toMs)
+                      : table === 'tg_gpu_stat'
+                        ? rollUpGpuStats(trx, fine, coarse, fromMs, toMs)
+                        : table === 'tg_signal'
+                          ? rollUpSignals(trx, fine, coarse, fromMs, toMs)
+                          : rollUpBucketHists(trx, fine, coarse, fromMs, toMs),
               ),
           )
         }
@@ -829,15 +837,7 @@ class SqlStore implements Store {
             )
             .execute()
           let n = 0
-          for (const table of [
-            'tg_hist',
-            'tg_hist_service',
-            'tg_count',
-            'tg_count_service',
-            'tg_gpu_stat',
-            'tg_signal',
-            'tg_bucket_hist',
-          ] as const) {
+          for (const table of ROLLUP_TABLES) {
             let q = trx.deleteFrom(table).where('step_ms', '=', level.stepMs).where('bucket_ms', '<', cutoff)
             if (!coarsest) q = q.where('consumed', '=', 1)
             const res = await q.executeTakeFirst()
@@ -971,7 +971,56 @@ class SqlStore implements Store {
     }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
-    return (await q.execute()).filter((r) => counted(segments, r))
+    const rows = (await q.execute()).filter((r) => counted(segments, r))
+    if (byServiceOnly(selector)) return rows
+    for (const p of await this.#packs(trx, selector, segments, terms))
+      for (const h of unpackHistograms(p.row, metrics, p.keep))
+        rows.push({
+          step_ms: p.row.step_ms,
+          bucket_ms: p.row.bucket_ms,
+          consumed: p.row.consumed,
+          metric: h.metric,
+          histogram: h.histogram,
+          series_id: h.seriesId,
+          service: null,
+        })
+    return rows
+  }
+
+  /**
+   * The finest level's packs a per-replica read counts (`tg_pack`), with the ids of the series the selector
+   * matches (the packs hold every replica of their service in the report).
+   */
+  async #packs(
+    trx: Transaction<DB>,
+    selector: Selector,
+    segments: readonly Segment[],
+    terms: readonly FetchTerm[],
+  ): Promise<
+    Array<{
+      row: Row & { series_ids: string; histograms: string; counts: string }
+      keep: ReadonlySet<number>
+    }>
+  > {
+    const finest = terms.filter((t) => t.stepMs === this.#finestMs)
+    if (finest.length === 0) return []
+    const ids = await trx.selectFrom('tg_series').select('id').where(labelConds(selector)).execute()
+    if (ids.length === 0) return []
+    const keep = new Set(ids.map((r) => Number(r.id)))
+    const read = (t: FetchTerm) => {
+      let q = trx
+        .selectFrom('tg_pack')
+        .select(['step_ms', 'bucket_ms', 'consumed', 'series_ids', 'histograms', 'counts'])
+        .where('step_ms', '=', t.stepMs)
+        .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
+        .where('bucket_ms', '>=', t.fromMs)
+        .where('bucket_ms', '<', t.toMs)
+      if (selector.service !== undefined) q = q.where('service', '=', selector.service)
+      return q
+    }
+    let q = read(finest[0]!)
+    for (const t of finest.slice(1)) q = q.unionAll(read(t))
+    return (await q.execute()).filter((r) => counted(segments, r)).map((row) => ({ row, keep }))
   }
 
   async #countRows(
@@ -1010,7 +1059,19 @@ class SqlStore implements Store {
     }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
-    return (await q.execute()).filter((r) => counted(segments, r))
+    const rows = (await q.execute()).filter((r) => counted(segments, r))
+    if (byServiceOnly(selector)) return rows
+    for (const p of await this.#packs(trx, selector, segments, terms))
+      for (const c of unpackCounts(p.row, p.keep))
+        rows.push({
+          step_ms: p.row.step_ms,
+          bucket_ms: p.row.bucket_ms,
+          consumed: p.row.consumed,
+          ...c.columns,
+          series_id: c.seriesId,
+          service: null,
+        })
+    return rows
   }
 
   /**
@@ -1081,7 +1142,7 @@ function takeBatch(waiting: WaitingReport[]): WaitingReport[] {
   let n = 0
   while (n < waiting.length && n < INGEST_BATCH_MAX_REPORTS) {
     const p = waiting[n]!.prepared
-    rows += p.pending.length + p.counters.length
+    rows += p.seriesRows
     if (n > 0 && rows > INGEST_BATCH_MAX_ROWS) break
     n++
   }
@@ -1102,6 +1163,9 @@ const BULK_TYPES: Readonly<Record<string, string>> = {
   service: 'text',
   histogram: 'text',
   error_classes: 'text',
+  series_ids: 'text',
+  histograms: 'text',
+  counts: 'text',
 }
 /** Rows per PostgreSQL bulk statement: one statement carries every row of a typical report. */
 const BULK_CHUNK_ROWS = 20_000
@@ -1114,11 +1178,9 @@ const BULK_CHUNK_ROWS = 20_000
  * INSERT per chunk cost more than the database's own work, and SQLite reading the rows out of one JSON array
  * (`json_each`, before) cost 1.5x the bound parameters (10,000-series reports: 500 vs 345 ms each).
  */
-async function insertChunked<T extends 'tg_hist' | 'tg_hist_service' | 'tg_count' | 'tg_count_service'>(
-  trx: Db,
-  table: T,
-  rows: ReadonlyArray<RowOf<T>>,
-): Promise<void> {
+async function insertChunked<
+  T extends 'tg_hist' | 'tg_hist_service' | 'tg_count' | 'tg_count_service' | 'tg_pack',
+>(trx: Db, table: T, rows: ReadonlyArray<RowOf<T>>): Promise<void> {
   if (rows.length === 0) return
   const columns = Object.keys(rows[0]!)
   const all = rows as ReadonlyArray<Record<string, unknown>>
@@ -1151,26 +1213,61 @@ function byServiceOnly(selector: Selector): boolean {
 
 /** `series_id in (…)` for the labels the selector sets; always true when it sets none. */
 function seriesFilter(selector: Selector): RawBuilder<SqlBool> {
-  const conds = (['service', 'model', 'version', 'replica', 'node'] as const)
-    .filter((k) => selector[k] !== undefined)
-    .map((k) => sql`${sql.ref(k)} = ${selector[k]!}`)
-  if (conds.length === 0) return sql<SqlBool>`1 = 1`
-  return sql<SqlBool>`series_id in (select id from tg_series where ${sql.join(conds, sql` and `)})`
+  if (LABELS.every((k) => selector[k] === undefined)) return sql<SqlBool>`1 = 1`
+  return sql<SqlBool>`series_id in (select id from tg_series where ${labelConds(selector)})`
+}
+
+const LABELS = ['service', 'model', 'version', 'replica', 'node'] as const
+
+/** The condition on `tg_series` for the labels the selector sets; always true when it sets none. */
+function labelConds(selector: Selector): RawBuilder<SqlBool> {
+  const conds = LABELS.filter((k) => selector[k] !== undefined).map(
+    (k) => sql`${sql.ref(k)} = ${selector[k]!}`,
+  )
+  return conds.length === 0 ? sql<SqlBool>`1 = 1` : sql<SqlBool>`${sql.join(conds, sql` and `)}`
 }
 
 /**
- * Rolls the unconsumed `fine` histogram rows of `[fromMs, toMs)` up into `coarse` rows, per replica and per
- * service (from the service rows one level finer, which ingest writes on the finest level), in the caller's
- * transaction. Each table follows the `consumed` rule on its own, so a level's service rows always hold
- * exactly what its per-replica rows hold, whichever rows a concurrent ingest added between the two claims.
+ * Rolls the unconsumed `fine` histogram rows of `[fromMs, toMs)` of one table up into `coarse` rows of it, in the
+ * caller's transaction: per replica (`tg_hist`) or per service (`tg_hist_service`, whose finest rows ingest writes).
+ * Each table follows the `consumed` rule on its own, so each answers its queries exactly whenever the other is
+ * rolled up (a query reads one of them: service rows for a service alone, per-replica rows for anything else).
  */
 async function rollUpHist(
   trx: Transaction<DB>,
+  table: 'tg_hist' | 'tg_hist_service',
   fine: number,
   coarse: number,
   fromMs: number,
   toMs: number,
 ): Promise<number> {
+  if (table === 'tg_hist_service') {
+    const perService = new Merge<readonly [string, string, number]>()
+    for (const g of await claimGroups(
+      trx,
+      'tg_hist_service',
+      ['service', 'metric', 'histogram'],
+      fine,
+      coarse,
+      fromMs,
+      toMs,
+      (r) => `${r.service}/${r.metric}`,
+    ))
+      for (const r of g.rows) perService.add([r.service, r.metric, g.bucketMs], r.histogram)
+    await insertChunked(
+      trx,
+      'tg_hist_service',
+      perService.rows().map(([[service, metric, bucketMs], histogram]) => ({
+        step_ms: coarse,
+        bucket_ms: bucketMs,
+        service,
+        metric,
+        consumed: 0,
+        histogram,
+      })),
+    )
+    return perService.size
+  }
   const perSeries = new Merge<readonly [number, string, number]>()
   for (const g of await claimGroups(
     trx,
@@ -1183,18 +1280,55 @@ async function rollUpHist(
     (r) => `${r.series_id}/${r.metric}`,
   ))
     for (const r of g.rows) perSeries.add([Number(r.series_id), r.metric, g.bucketMs], r.histogram)
-  const perService = new Merge<readonly [string, string, number]>()
+  await insertChunked(
+    trx,
+    'tg_hist',
+    perSeries.rows().map(([[seriesId, metric, bucketMs], histogram]) => ({
+      step_ms: coarse,
+      bucket_ms: bucketMs,
+      series_id: seriesId,
+      metric,
+      consumed: 0,
+      histogram,
+    })),
+  )
+  return perSeries.size
+}
+
+/**
+ * Unpacks the finest level's unconsumed packs of `[fromMs, toMs)` (`tg_pack`) into `coarse` per-replica rows of
+ * `tg_hist` and `tg_count`, in the caller's transaction. Their service rows are `tg_hist_service` and
+ * `tg_count_service` rows of the finest level, which {@link rollUpHist} and {@link rollUpCounts} roll up on their own.
+ */
+async function rollUpPacks(
+  trx: Transaction<DB>,
+  fine: number,
+  coarse: number,
+  fromMs: number,
+  toMs: number,
+): Promise<number> {
+  const perSeries = new Merge<readonly [number, string, number]>()
+  const counts = new Map<string, { seriesId: number; bucketMs: number; rows: CountColumns[] }>()
   for (const g of await claimGroups(
     trx,
-    'tg_hist_service',
-    ['service', 'metric', 'histogram'],
+    'tg_pack',
+    ['series_ids', 'histograms', 'counts'],
     fine,
     coarse,
     fromMs,
     toMs,
-    (r) => `${r.service}/${r.metric}`,
+    () => '',
   ))
-    for (const r of g.rows) perService.add([r.service, r.metric, g.bucketMs], r.histogram)
+    for (const r of g.rows) {
+      for (const h of unpackHistograms(r, null, null))
+        perSeries.add([h.seriesId, h.metric, g.bucketMs], h.histogram)
+      for (const c of unpackCounts(r, null)) {
+        const key = `${c.seriesId}/${g.bucketMs}`
+        const sum = counts.get(key)
+        if (sum) sum.rows.push(c.columns)
+        else counts.set(key, { seriesId: c.seriesId, bucketMs: g.bucketMs, rows: [c.columns] })
+      }
+    }
   await insertChunked(
     trx,
     'tg_hist',
@@ -1209,17 +1343,16 @@ async function rollUpHist(
   )
   await insertChunked(
     trx,
-    'tg_hist_service',
-    perService.rows().map(([[service, metric, bucketMs], histogram]) => ({
+    'tg_count',
+    [...counts.values()].map((c) => ({
       step_ms: coarse,
-      bucket_ms: bucketMs,
-      service,
-      metric,
+      bucket_ms: c.bucketMs,
+      series_id: c.seriesId,
       consumed: 0,
-      histogram,
+      ...countColumns(sumCounts(c.rows)),
     })),
   )
-  return perSeries.size + perService.size
+  return perSeries.size + counts.size
 }
 
 /** One group of a {@link Merge}: its first histogram kept encoded until a second one comes. */
@@ -1268,20 +1401,19 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
   }
 
   /**
-   * Ingest's check of an encoded histogram ({@link inspectHistogram}) and {@link add} in one decode. A histogram
-   * without counts adds nothing. On a failed check the group may hold part of that histogram: the caller refuses
-   * the whole report, and this merge with it.
+   * Ingest's check of an encoded histogram ({@link checkHistogram}) and {@link add} in one decode. A histogram
+   * without counts adds nothing; one that fails its check adds nothing either (the caller refuses the whole
+   * report, and this merge with it).
    */
   addChecked(key: K, encoded: string): HistogramCheck {
     const id = key.join('\u0000')
     const g = this.#groups.get(id)
     if (!g) {
-      const check = inspectHistogram(encoded)
+      const check = checkHistogram(encoded)
       if (check.ok && check.totalCount > 0) this.#groups.set(id, { key, first: encoded, more: null, h: null })
       return check
     }
-    const h = opened(g)
-    return inspectHistogram(encoded, (i, n) => h.addAtIndex(i, n))
+    return checkHistogram(encoded, opened(g))
   }
 
   get size(): number {
@@ -1337,17 +1469,42 @@ async function serviceOf(trx: Transaction<DB>, ids: readonly number[]): Promise<
 }
 
 /**
- * Rolls the unconsumed `fine` counter rows of `[fromMs, toMs)` up into `coarse` rows, per replica and per
- * service (from the service rows one level finer), in the caller's transaction, as {@link rollUpHist} does.
+ * Rolls the unconsumed `fine` counter rows of `[fromMs, toMs)` of one table up into `coarse` rows of it, per
+ * replica (`tg_count`) or per service (`tg_count_service`), in the caller's transaction, as {@link rollUpHist} does.
  */
 async function rollUpCounts(
   trx: Transaction<DB>,
+  table: 'tg_count' | 'tg_count_service',
   fine: number,
   coarse: number,
   fromMs: number,
   toMs: number,
 ): Promise<number> {
   const columns = ['consumed', ...COUNT_COLUMNS] as const
+  if (table === 'tg_count_service') {
+    const perService = await claimGroups(
+      trx,
+      'tg_count_service',
+      ['service', ...columns],
+      fine,
+      coarse,
+      fromMs,
+      toMs,
+      (r) => r.service,
+    )
+    await insertChunked(
+      trx,
+      'tg_count_service',
+      perService.map((g) => ({
+        step_ms: coarse,
+        bucket_ms: g.bucketMs,
+        service: g.rows[0]!.service,
+        consumed: 0,
+        ...countColumns(sumCounts(g.rows)),
+      })),
+    )
+    return perService.length
+  }
   const perSeries = await claimGroups(
     trx,
     'tg_count',
@@ -1357,16 +1514,6 @@ async function rollUpCounts(
     fromMs,
     toMs,
     (r) => String(r.series_id),
-  )
-  const perService = await claimGroups(
-    trx,
-    'tg_count_service',
-    ['service', ...columns],
-    fine,
-    coarse,
-    fromMs,
-    toMs,
-    (r) => r.service,
   )
   await insertChunked(
     trx,
@@ -1379,18 +1526,7 @@ async function rollUpCounts(
       ...countColumns(sumCounts(g.rows)),
     })),
   )
-  await insertChunked(
-    trx,
-    'tg_count_service',
-    perService.map((g) => ({
-      step_ms: coarse,
-      bucket_ms: g.bucketMs,
-      service: g.rows[0]!.service,
-      consumed: 0,
-      ...countColumns(sumCounts(g.rows)),
-    })),
-  )
-  return perSeries.length + perService.length
+  return perSeries.length
 }
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
@@ -1423,6 +1559,37 @@ function countColumns(c: RequestCounts): CountColumns {
     shed_count: c.shed,
     output_tokens: c.outputTokens,
     error_classes: JSON.stringify(c.errorClasses),
+  }
+}
+
+/** Counters being summed (ingest's per-service sum of a report). */
+interface CountSum {
+  ok: number
+  error: number
+  shed: number
+  outputTokens: number
+  readonly errorClasses: Map<string, number>
+}
+
+function newCountSum(): CountSum {
+  return { ok: 0, error: 0, shed: 0, outputTokens: 0, errorClasses: new Map() }
+}
+
+function addToSum(sum: CountSum, c: Exclude<PackedCounts, 0>): void {
+  sum.ok += c[0]
+  sum.error += c[1]
+  sum.shed += c[2]
+  sum.outputTokens += c[3]
+  for (const name in c[4]) sum.errorClasses.set(name, (sum.errorClasses.get(name) ?? 0) + c[4][name]!)
+}
+
+function sumColumns(sum: CountSum): CountColumns {
+  return {
+    ok_count: sum.ok,
+    error_count: sum.error,
+    shed_count: sum.shed,
+    output_tokens: sum.outputTokens,
+    error_classes: JSON.stringify(Object.fromEntries(sum.errorClasses)),
   }
 }
 

@@ -11,7 +11,7 @@ import {
   summarizeMs,
   tryDecodeHistogram,
 } from '../../collector/index.js'
-import { addEncoded, mergeEncoded, toHdrEncoding } from '../../collector/report/histogram.js'
+import { addEncoded, checkHistogram, mergeEncoded, toHdrEncoding } from '../../collector/report/histogram.js'
 import { nearestRank } from '../helpers/samples.js'
 import { hdrReference } from '../helpers/hdr.js'
 
@@ -185,5 +185,64 @@ describe('inspectHistogram (ingest validation without a decode)', () => {
     const coarse = build({ numberOfSignificantValueDigits: 2, highestTrackableValue: 3_600_000_000 })
     coarse.recordValue(1000)
     expect(inspectHistogram(encodeIntoCompressedBase64(coarse))).toMatchObject({ ok: false })
+  })
+})
+
+describe('checkHistogram (ingest: canonical base64, added only when good)', () => {
+  it('reads what inspectHistogram reads, for the encoder’s output of any counts (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: 0, max: 1e9, noNaN: true }), { maxLength: 200 }), (values) => {
+        const h = newHistogram()
+        for (const v of values) h.recordValue(v)
+        const wire = encodeHistogram(h)
+        const into = newHistogram()
+        expect(checkHistogram(wire, into)).toEqual(inspectHistogram(wire))
+        expect(encodeHistogram(into)).toBe(wire)
+      }),
+    )
+  })
+
+  it('decodes base64 of any bytes exactly as Node does, and refuses what Node would skip (property)', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 80 }), fc.nat(200), (bytes, at) => {
+        const text = 'tgh1.' + Buffer.from(bytes).toString('base64')
+        expect(checkHistogram(text)).toEqual(inspectHistogram(text))
+        // One character Node's decoder would skip, anywhere after the prefix: refused.
+        const i = 5 + (at % (text.length - 4))
+        for (const bad of ['"', '\\', ',', ' ', '\n', '-', 'é'])
+          expect(checkHistogram(text.slice(0, i) + bad + text.slice(i))).toMatchObject({ ok: false })
+      }),
+    )
+  })
+
+  it('refuses padding in the middle, a missing pad and a non-base64 HDR form, with the reason', () => {
+    const h = newHistogram()
+    h.recordValue(1500)
+    const wire = encodeHistogram(h)
+    expect(wire.endsWith('=')).toBe(true)
+    expect(checkHistogram(wire.replace(/=+$/, ''))).toEqual({
+      ok: false,
+      error: 'histogram holds a character outside base64',
+    })
+    expect(checkHistogram('tgh1.AA==AAAA').ok).toBe(false)
+    const ref = hdr()
+    ref.recordValue(1000)
+    const old = encodeIntoCompressedBase64(ref)
+    expect(checkHistogram(old)).toMatchObject({ ok: true, totalCount: 1 })
+    expect(checkHistogram(`${old}"`)).toMatchObject({ ok: false })
+    expect(checkHistogram(` ${old}`)).toMatchObject({ ok: false })
+    // Stored rows are read leniently, as before: a row without its padding still merges.
+    const into = newHistogram()
+    addEncoded(into, wire.replace(/=+$/, ''))
+    expect(into.totalCount).toBe(1)
+  })
+
+  it('adds a histogram into the target only when all of it is good', () => {
+    const into = newHistogram()
+    into.recordValue(10)
+    // Two good buckets, then a bucket with count 0.
+    const bad = 'tgh1.' + Buffer.from([3, 0, 2, 0, 1, 0, 0]).toString('base64')
+    expect(checkHistogram(bad, into)).toMatchObject({ ok: false, error: 'histogram bucket 2 has count 0' })
+    expect(into.totalCount).toBe(1)
   })
 })

@@ -105,6 +105,21 @@ describe('collector: bad input gets a clear 4xx', () => {
         },
         /histogram/i,
       ],
+      // Node's base64 decoder would skip the quote; stored as is, it would break the finest level's packs.
+      [
+        {
+          ...validReport(1),
+          series: [
+            {
+              ...validReport(1).series[0]!,
+              histograms: {
+                total: `${validReport(1).series[0]!.histograms.total!.slice(0, 9)}"x${validReport(1).series[0]!.histograms.total!.slice(9)}`,
+              },
+            },
+          ],
+        },
+        /series\[0\]\.histograms\.total: histogram holds a character outside base64/,
+      ],
       [{ ...validReport(1), intervalEndMs: NOW - 70_000 }, /intervalEndMs .* is before intervalStartMs/],
       [
         { ...validReport(1), intervalStartMs: NOW + 3_600_000, intervalEndMs: NOW + 3_605_000 },

@@ -7,6 +7,7 @@ import { down, up } from '../../../migrations/2026-11-23T1000_service_rollups.js
 import * as serviceCounts from '../../../migrations/2026-11-25T1000_service_counts.js'
 import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { fingerprint, histogramOf, latenciesUs, makeReport, rng } from '../../helpers/reports.js'
+import { toLegacyFinestRows } from '../../helpers/legacy-rows.js'
 
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -112,6 +113,9 @@ for (const dialect of testDialects())
         }))
         await store.ingest(makeReport({ seq: ++seq, startMs: t, series }), t + 5000)
       }
+      // The migration ran on stores whose finest per-replica rows were tg_hist/tg_count rows (before packs).
+      const db = storeInternals(store)!.db
+      expect(await toLegacyFinestRows(db)).toBeGreaterThan(0)
       await store.compact(T0 + 3 * DAY - HOUR)
       const range = { fromMs: T0 + 7 * MIN, toMs: T0 + 3 * DAY }
       const perReplica = await Promise.all(
@@ -124,7 +128,6 @@ for (const dialect of testDialects())
       expect(want.counts.ok).toBe(perReplica[0]!.ok + perReplica[1]!.ok)
       expect(want.counts.error).toBe(perReplica[0]!.error + perReplica[1]!.error)
       expect(want.counts.errorClasses).toEqual({ timeout: perReplica[1]!.errorClasses.timeout })
-      const db = storeInternals(store)!.db
       await serviceCounts.down(db as never)
       await serviceCounts.up(db as never)
       expect(await store.counts({ service: 'chat' }, range)).toEqual(want.counts)

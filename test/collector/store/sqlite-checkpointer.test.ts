@@ -72,7 +72,7 @@ describe('the background checkpoint', () => {
     try {
       const before = statSync(path).size
       const t0 = Date.UTC(2026, 10, 27, 0, 0, 0)
-      const series = Array.from({ length: 200 }, (_, i) => ({
+      const series = Array.from({ length: 2000 }, (_, i) => ({
         labels: { service: `svc-${i % 4}`, replica: `r${i}` },
         samples: { total: [1000 + i, 2000 + i, 3000 + i] },
         ok: 3,
