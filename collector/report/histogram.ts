@@ -264,9 +264,24 @@ export class LatencyHistogram {
     return (indexTicks(i) + indexWidth(i) - 1) / TICKS_PER_US
   }
 
-  /** The encoded form (see {@link encodeHistogram}). */
+  /** The encoded form (see {@link encodeHistogram}), written straight from the window of counts. */
   encode(): string {
-    return encodeHistogram(this)
+    const c = this.#counts
+    const off = this.#offset
+    let n = 0
+    for (let i = this.#lo; i <= this.#hi; i++) if (c[i - off] !== 0) n++
+    const most = 8 * (1 + 2 * n)
+    const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
+    let at = putVarint(out, 0, n)
+    let prev = -1
+    for (let i = this.#lo; i <= this.#hi; i++) {
+      const count = c[i - off]!
+      if (count === 0) continue
+      at = putVarint(out, at, i - prev - 1)
+      at = putVarint(out, at, count)
+      prev = i
+    }
+    return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
   }
 }
 
@@ -329,13 +344,7 @@ const VARINT_SCRATCH = new Uint8Array(16 * 1024)
  * @example const wire = encodeHistogram(h) // 'tgh1.Aq…'
  */
 export function encodeHistogram(h: Histogram): string {
-  const indexes: number[] = []
-  const counts: number[] = []
-  h.forEachBucket((i, n) => {
-    indexes.push(i)
-    counts.push(n)
-  })
-  return encodeBuckets(indexes.length, indexes, counts)
+  return h.encode()
 }
 
 /**
@@ -412,7 +421,8 @@ const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9
 function readSparse(
   encoded: string,
   sink: ((index: number, count: number) => void) | undefined,
-  target: LatencyHistogram | undefined,
+  /** Where the buckets go: added into a histogram, or left in the scratch arrays (`'scratch'`) for the caller. */
+  target: LatencyHistogram | 'scratch' | undefined,
   strict: boolean,
 ): HistogramCheck {
   let length = decodeBase64(encoded, SPARSE_PREFIX.length)
@@ -483,7 +493,7 @@ function readSparse(
   if (pos !== length) return { ok: false, error: 'trailing bytes after the last bucket' }
   if (!Number.isSafeInteger(total)) return { ok: false, error: 'histogram counts overflow' }
   // Added only once the whole histogram is known good (a refused one leaves the target as it was).
-  if (target !== undefined) target.addBuckets(n, indexes, counts)
+  if (target !== undefined && target !== 'scratch') target.addBuckets(n, indexes, counts)
   return { ok: true, totalCount: total, maxUs: n === 0 ? 0 : reportedTicks(index) / TICKS_PER_US, buckets: n }
 }
 
@@ -648,78 +658,68 @@ export function tryDecodeHistogram(
 }
 
 /**
- * Merges encoded histograms (either encoding) into one encoded histogram without building a dense one: each is
- * read into its (index, count) pairs, the sorted lists are merged, and the result is encoded as
- * {@link encodeHistogram} would encode the dense merge (the same string). Compaction merges a few rows per group
- * (six 10 s rows into a minute), where filling and scanning a dense table of counts cost more than the merge.
- * Throws on invalid input like {@link decodeHistogram}.
+ * Merges encoded histograms (either encoding) into one encoded histogram without building a histogram: counts
+ * are added by bucket index into one table kept for the purpose, and only the buckets the inputs hold are read
+ * back, in order (no window of counts is scanned). The result is the string {@link encodeHistogram} gives for the
+ * merge. Compaction merges a few rows per group (six 10 s rows into a minute) for every series. Throws on invalid
+ * input like {@link decodeHistogram}.
  *
  * @example mergeEncoded([a, b]) === encodeHistogram(merged(a, b)) // true
  */
 export function mergeEncoded(encoded: readonly string[]): string {
-  let indexes: number[] = []
-  let counts: number[] = []
-  for (const e of encoded) {
-    let ni: number[] = []
-    let nc: number[] = []
-    let ordered = true
-    const check = inspectHistogram(
-      e,
-      (i, n) => {
-        if (ni.length > 0 && i <= ni[ni.length - 1]!) ordered = false
-        ni.push(i)
-        nc.push(n)
-      },
-      STORED_HEADER_LIMITS,
-    )
-    if (!check.ok) throw new Error(check.error)
-    // The sparse form lists each bucket once, lowest first; the HDR form is read in value order, which our
-    // buckets keep, but is put in order here rather than assumed.
-    if (!ordered) [ni, nc] = inOrder(ni, nc)
-    if (indexes.length === 0) {
-      indexes = ni
-      counts = nc
-      continue
-    }
-    // Two sorted lists of distinct indexes into one, adding the counts of an index in both.
-    const mi: number[] = []
-    const mc: number[] = []
-    let a = 0
-    let b = 0
-    while (a < indexes.length || b < ni.length) {
-      const ia = a < indexes.length ? indexes[a]! : Infinity
-      const ib = b < ni.length ? ni[b]! : Infinity
-      if (ia < ib) {
-        mi.push(ia)
-        mc.push(counts[a++]!)
-      } else if (ib < ia) {
-        mi.push(ib)
-        mc.push(nc[b++]!)
-      } else {
-        mi.push(ia)
-        mc.push(counts[a++]! + nc[b++]!)
+  const c = (MERGE_COUNTS ??= new Float64Array(MAX_INDEX + 1))
+  let touched = 0
+  const add = (i: number, n: number): void => {
+    if (c[i] === 0) {
+      if (touched === MERGE_TOUCHED.length) {
+        const grown = new Int32Array(2 * touched)
+        grown.set(MERGE_TOUCHED)
+        MERGE_TOUCHED = grown
       }
+      MERGE_TOUCHED[touched++] = i
     }
-    indexes = mi
-    counts = mc
+    c[i]! += n
   }
-  return encodeBuckets(indexes.length, indexes, counts)
+  try {
+    for (const e of encoded) {
+      if (!e.startsWith(SPARSE_PREFIX)) {
+        const check = inspectHistogram(e, add, STORED_HEADER_LIMITS)
+        if (!check.ok) throw new Error(check.error)
+        continue
+      }
+      let check: HistogramCheck
+      try {
+        check = readSparse(e, undefined, 'scratch', false)
+      } catch (err) {
+        check = { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
+      }
+      if (!check.ok) throw new Error(check.error)
+      for (let k = 0; k < check.buckets; k++) add(BUCKETS_SCRATCH[k]!, COUNTS_SCRATCH[k]!)
+    }
+    // Only the buckets the inputs hold are visited (in index order) and emptied again as they are written.
+    const indexes = MERGE_TOUCHED.subarray(0, touched).sort()
+    const most = 8 * (1 + 2 * touched)
+    const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
+    let at = putVarint(out, 0, touched)
+    let prev = -1
+    for (let k = 0; k < touched; k++) {
+      const i = indexes[k]!
+      at = putVarint(out, at, i - prev - 1)
+      at = putVarint(out, at, c[i]!)
+      c[i] = 0
+      prev = i
+    }
+    touched = 0
+    return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
+  } finally {
+    for (let k = 0; k < touched; k++) c[MERGE_TOUCHED[k]!] = 0
+  }
 }
 
-/** (index, count) pairs sorted by index, the counts of a repeated index added. */
-function inOrder(indexes: readonly number[], counts: readonly number[]): [number[], number[]] {
-  const order = indexes.map((_, k) => k).sort((x, y) => indexes[x]! - indexes[y]!)
-  const oi: number[] = []
-  const oc: number[] = []
-  for (const k of order) {
-    if (oi.length > 0 && oi[oi.length - 1] === indexes[k]) oc[oc.length - 1]! += counts[k]!
-    else {
-      oi.push(indexes[k]!)
-      oc.push(counts[k]!)
-    }
-  }
-  return [oi, oc]
-}
+/** {@link mergeEncoded}'s counts by bucket index, all zero between calls (allocated on first use: 360 KB). */
+let MERGE_COUNTS: Float64Array | null = null
+/** The bucket indexes {@link mergeEncoded} has counts at, in the order first seen. */
+let MERGE_TOUCHED = new Int32Array(4096)
 
 /**
  * Adds an encoded histogram (either encoding) into `target`, bucket by bucket: the merge loop of storage

@@ -263,6 +263,16 @@ describe('checkHistogram (ingest: canonical base64, added only when good)', () =
     expect(encodeHistogram(into)).toBe(wire)
   })
 
+  it('mergeEncoded throws on a bad input and leaves nothing behind for the next merge', () => {
+    const a = encodeHistogram(decodeHistogram(encodeHistogram(histogramOfUs([10, 20, 30]))))
+    const b = encodeHistogram(histogramOfUs([20, 5000]))
+    const bad = 'tgh1.' + Buffer.from([3, 0, 2, 0, 1, 0, 0]).toString('base64')
+    expect(() => mergeEncoded([a, b, bad])).toThrow(/count 0/)
+    expect(() => mergeEncoded([a, 'HISTFAAAnot'])).toThrow()
+    expect(mergeEncoded([b])).toBe(b)
+    expect(mergeEncoded([a, b])).toBe(encodeHistogram(histogramOfUs([10, 20, 30, 20, 5000])))
+  })
+
   it('adds a histogram into the target only when all of it is good', () => {
     const into = newHistogram()
     into.recordValue(10)
@@ -272,3 +282,9 @@ describe('checkHistogram (ingest: canonical base64, added only when good)', () =
     expect(into.totalCount).toBe(1)
   })
 })
+
+function histogramOfUs(values: readonly number[]) {
+  const h = newHistogram()
+  for (const v of values) h.recordValue(v)
+  return h
+}

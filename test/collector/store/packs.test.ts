@@ -2,6 +2,7 @@
 // check what the packs answer against the raw samples, before and after compaction, next to finest rows stored
 // before packs (tg_hist/tg_count), and the pack format itself.
 import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
 import { encodeHistogram } from '../../../collector/index.js'
 import type { Metric, Store } from '../../../collector/index.js'
 import { storeInternals } from '../../../collector/store/sql-store.js'
@@ -132,6 +133,28 @@ describe('pack format', () => {
         columns: { ok_count: 2, error_count: 1, shed_count: 3, output_tokens: 4, error_classes: '{"oom":1}' },
       },
     ])
+  })
+
+  it('writes the counts column as JSON.stringify would (property)', () => {
+    const count = fc.oneof(
+      fc.constant(0 as const),
+      fc.tuple(
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        fc.dictionary(fc.string({ maxLength: 8 }), fc.nat(), { maxKeys: 3 }),
+      ),
+    )
+    fc.assert(
+      fc.property(fc.array(count, { maxLength: 20 }), (counts) => {
+        const b = new PackBuilder('s')
+        counts.forEach((c, i) => b.add(String(i), null, c))
+        const row = packColumns(b, Number)
+        expect(row.counts).toBe(JSON.stringify(counts))
+        expect(JSON.parse(row.counts)).toEqual(counts)
+      }),
+    )
   })
 
   it('refuses a pack whose lists do not match its series', () => {
