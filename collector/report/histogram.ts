@@ -658,35 +658,19 @@ export function tryDecodeHistogram(
 }
 
 /**
- * Merges encoded histograms (either encoding) into one encoded histogram without building a histogram: counts
- * are added by bucket index into one table kept for the purpose, and only the buckets the inputs hold are read
- * back, in order (no window of counts is scanned). The result is the string {@link encodeHistogram} gives for the
- * merge. Compaction merges a few rows per group (six 10 s rows into a minute) for every series. Throws on invalid
- * input like {@link decodeHistogram}.
+ * Merges encoded histograms (either encoding) into one encoded histogram without building a histogram: each is
+ * decoded into (index, count) pairs in index order and merged with the pairs so far, in typed arrays kept for the
+ * purpose (no allocation per merge, no window of counts scanned). The result is the string {@link encodeHistogram}
+ * gives for the merge. Compaction merges a few rows per group (six 10 s rows into a minute) for every series.
+ * Throws on invalid input like {@link decodeHistogram}.
  *
  * @example mergeEncoded([a, b]) === encodeHistogram(merged(a, b)) // true
  */
 export function mergeEncoded(encoded: readonly string[]): string {
-  const c = (MERGE_COUNTS ??= new Float64Array(MAX_INDEX + 1))
-  let touched = 0
-  const add = (i: number, n: number): void => {
-    if (c[i] === 0) {
-      if (touched === MERGE_TOUCHED.length) {
-        const grown = new Int32Array(2 * touched)
-        grown.set(MERGE_TOUCHED)
-        MERGE_TOUCHED = grown
-      }
-      MERGE_TOUCHED[touched++] = i
-    }
-    c[i]! += n
-  }
-  try {
-    for (const e of encoded) {
-      if (!e.startsWith(SPARSE_PREFIX)) {
-        const check = inspectHistogram(e, add, STORED_HEADER_LIMITS)
-        if (!check.ok) throw new Error(check.error)
-        continue
-      }
+  let n = 0
+  for (const e of encoded) {
+    let m: number
+    if (e.startsWith(SPARSE_PREFIX)) {
       let check: HistogramCheck
       try {
         check = readSparse(e, undefined, 'scratch', false)
@@ -694,32 +678,115 @@ export function mergeEncoded(encoded: readonly string[]): string {
         check = { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
       }
       if (!check.ok) throw new Error(check.error)
-      for (let k = 0; k < check.buckets; k++) add(BUCKETS_SCRATCH[k]!, COUNTS_SCRATCH[k]!)
-    }
-    // Only the buckets the inputs hold are visited (in index order) and emptied again as they are written.
-    const indexes = MERGE_TOUCHED.subarray(0, touched).sort()
-    const most = 8 * (1 + 2 * touched)
-    const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
-    let at = putVarint(out, 0, touched)
-    let prev = -1
-    for (let k = 0; k < touched; k++) {
-      const i = indexes[k]!
-      at = putVarint(out, at, i - prev - 1)
-      at = putVarint(out, at, c[i]!)
-      c[i] = 0
-      prev = i
-    }
-    touched = 0
-    return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
-  } finally {
-    for (let k = 0; k < touched; k++) c[MERGE_TOUCHED[k]!] = 0
+      m = check.buckets
+    } else m = hdrToScratch(e)
+    n = mergeInto(n, m)
   }
+  const indexes = MERGED_INDEXES
+  const counts = MERGED_COUNTS
+  const most = 8 * (1 + 2 * n)
+  const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
+  let at = putVarint(out, 0, n)
+  let prev = -1
+  for (let k = 0; k < n; k++) {
+    at = putVarint(out, at, indexes[k]! - prev - 1)
+    at = putVarint(out, at, counts[k]!)
+    prev = indexes[k]!
+  }
+  return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
 }
 
-/** {@link mergeEncoded}'s counts by bucket index, all zero between calls (allocated on first use: 360 KB). */
-let MERGE_COUNTS: Float64Array | null = null
-/** The bucket indexes {@link mergeEncoded} has counts at, in the order first seen. */
-let MERGE_TOUCHED = new Int32Array(4096)
+/** {@link mergeEncoded}'s merge so far: `n` buckets in index order (swapped with the spare pair as it merges). */
+let MERGED_INDEXES: Int32Array = new Int32Array(4096)
+let MERGED_COUNTS: Float64Array = new Float64Array(4096)
+let SPARE_INDEXES: Int32Array = new Int32Array(4096)
+let SPARE_COUNTS: Float64Array = new Float64Array(4096)
+
+/**
+ * Merges the first `n` buckets of {@link MERGED_INDEXES} with the `m` in the scratch arrays (both in index order,
+ * each index once) into the spare pair, adding the counts of an index in both, and swaps the pairs; returns the
+ * merged length.
+ */
+function mergeInto(n: number, m: number): number {
+  if (n + m > SPARE_INDEXES.length) {
+    const size = Math.max(n + m, 2 * SPARE_INDEXES.length)
+    const keep = (a: Int32Array): Int32Array => {
+      const g = new Int32Array(size)
+      g.set(a.subarray(0, n))
+      return g
+    }
+    const keepCounts = (a: Float64Array): Float64Array => {
+      const g = new Float64Array(size)
+      g.set(a.subarray(0, n))
+      return g
+    }
+    MERGED_INDEXES = keep(MERGED_INDEXES)
+    MERGED_COUNTS = keepCounts(MERGED_COUNTS)
+    SPARE_INDEXES = new Int32Array(size)
+    SPARE_COUNTS = new Float64Array(size)
+  }
+  const ai = MERGED_INDEXES
+  const ac = MERGED_COUNTS
+  const bi = BUCKETS_SCRATCH
+  const bc = COUNTS_SCRATCH
+  const oi = SPARE_INDEXES
+  const oc = SPARE_COUNTS
+  let a = 0
+  let b = 0
+  let o = 0
+  while (a < n && b < m) {
+    const x = ai[a]!
+    const y = bi[b]!
+    if (x < y) {
+      oi[o] = x
+      oc[o++] = ac[a++]!
+    } else if (y < x) {
+      oi[o] = y
+      oc[o++] = bc[b++]!
+    } else {
+      oi[o] = x
+      oc[o++] = ac[a++]! + bc[b++]!
+    }
+  }
+  while (a < n) {
+    oi[o] = ai[a]!
+    oc[o++] = ac[a++]!
+  }
+  while (b < m) {
+    oi[o] = bi[b]!
+    oc[o++] = bc[b++]!
+  }
+  MERGED_INDEXES = oi
+  MERGED_COUNTS = oc
+  SPARE_INDEXES = ai
+  SPARE_COUNTS = ac
+  return o
+}
+
+/**
+ * Reads an HDR-encoded histogram (rows stored before #12) into the scratch arrays, in index order with each
+ * index once (HDR's order is kept by our buckets, but is put in order here rather than assumed); returns the
+ * number of buckets. Throws on invalid input.
+ */
+function hdrToScratch(encoded: string): number {
+  const pairs: Array<[number, number]> = []
+  const check = inspectHistogram(encoded, (i, c) => pairs.push([i, c]), STORED_HEADER_LIMITS)
+  if (!check.ok) throw new Error(check.error)
+  pairs.sort((x, y) => x[0] - y[0])
+  if (pairs.length > BUCKETS_SCRATCH.length) {
+    BUCKETS_SCRATCH = new Int32Array(MAX_INDEX + 1)
+    COUNTS_SCRATCH = new Float64Array(MAX_INDEX + 1)
+  }
+  let m = 0
+  for (const [i, c] of pairs) {
+    if (m > 0 && BUCKETS_SCRATCH[m - 1] === i) COUNTS_SCRATCH[m - 1]! += c
+    else {
+      BUCKETS_SCRATCH[m] = i
+      COUNTS_SCRATCH[m++] = c
+    }
+  }
+  return m
+}
 
 /**
  * Adds an encoded histogram (either encoding) into `target`, bucket by bucket: the merge loop of storage
