@@ -2,11 +2,11 @@ import { PostgresAdapter, sql } from 'kysely'
 import type { Kysely } from 'kysely'
 
 /**
- * `tg_pack`: the finest level's per-replica histograms and counters, packed one row per report and service
- * (issue #12). Ingest wrote one `tg_hist` row per series and metric and one `tg_count` row per series: a
- * 10,000-series report was 30,000 rows, and the database's per-row work was most of ingest. A pack holds the
- * series ids of the report's replicas of one service and, in the same order, their encoded histograms per
- * metric and their counters; compaction unpacks it into the next level's per-replica rows (`consumed` rule as
+ * `tg_pack`: the finest level's per-replica histograms and counters, packed: a row per report, service and up to
+ * 64 of its replicas (issue #12). Ingest wrote one `tg_hist` row per series and metric and one `tg_count` row per
+ * series: a 10,000-series report was 30,000 rows, and the database's per-row work was most of ingest. A pack holds
+ * the series ids (in order, with their range) and, in the same order, their encoded histograms per metric and
+ * their counters; compaction unpacks it into the next level's per-replica rows (`consumed` rule as
  * `tg_hist`). Rows already on the finest level of `tg_hist`/`tg_count` stay there and are read and rolled up as
  * before. On PostgreSQL, the packs' text is stored uncompressed and `tg_series` leaves half of each page free
  * (see below). Never edit this file once shipped: add a new migration instead.
@@ -23,6 +23,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('bucket_ms', 'bigint', (c) => c.notNull())
     .addColumn('service', 'text', (c) => c.notNull())
     .addColumn('consumed', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('min_series_id', 'integer', (c) => c.notNull())
+    .addColumn('max_series_id', 'integer', (c) => c.notNull())
     .addColumn('series_ids', 'text', (c) => c.notNull())
     .addColumn('histograms', 'text', (c) => c.notNull())
     .addColumn('counts', 'text', (c) => c.notNull())

@@ -2,12 +2,13 @@ import type { Metric } from '../report/index.js'
 import type { CountColumns, PackTable } from './schema.js'
 
 /**
- * The finest level's packed rows (`tg_pack`, issue #12): one row per report and service holds the ids of the
- * report's replicas of that service and, in the same order, their encoded histograms per metric and their
- * counters. Ingest writes a few large rows instead of one per series and metric (a 10,000-series report of 10
- * services: 10 rows, not 30,000); reads of the finest level and compaction unpack them.
+ * The finest level's packed rows (`tg_pack`, issue #12): a row per report, service and up to
+ * {@link PACK_MAX_SERIES} of its replicas holds their series ids and, in the same order, their encoded histograms per
+ * metric and their counters. Ingest writes a few rows instead of one per series and metric (a 10,000-series report
+ * of 10 services: 160 rows, not 30,000); reads of the finest level and compaction unpack them.
  *
- * Format: `series_ids` is the ids joined with commas; `histograms` a JSON object from metric to the series'
+ * Format: `series_ids` is the ids in increasing order joined with commas (`min_series_id` and `max_series_id` their
+ * range); `histograms` a JSON object from metric to the series'
  * encoded histograms joined with commas (an empty item where a series has none: neither encoding contains a
  * comma); `counts` a JSON array of {@link PackedCounts}.
  */
@@ -23,22 +24,25 @@ export type PackedCounts =
     ]
   | 0
 
+/** Series one pack row holds at most: a query for one replica reads one row per report of this size. */
+export const PACK_MAX_SERIES = 64
+
 /**
  * One report's series of one service, collected while ingest checks the report (their ids are known only in the
- * transaction, so series are kept by key until {@link packColumns}).
+ * transaction, so series are kept by key until {@link packRows}).
  *
  * @example
  * ```ts
  * const b = new PackBuilder('chat')
  * b.add('chat/m/1/r0/n0', [['total', encoded]], [100, 0, 0, 0, {}])
- * packColumns(b, (key) => ids.get(key)!) // { series_ids: '7', histograms: '{"total":"tgh1.…"}', counts: '[[100,0,0,0,{}]]' }
+ * packRows(b, (key) => ids.get(key)!) // [{ service: 'chat', min_series_id: 7, …, series_ids: '7', histograms: '{"total":"tgh1.…"}', counts: '[[100,0,0,0,{}]]' }]
  * ```
  */
 export class PackBuilder {
   readonly service: string
   readonly keys: string[] = []
-  readonly #histograms = new Map<Metric, string[]>()
-  readonly #counts: PackedCounts[] = []
+  readonly histograms = new Map<Metric, string[]>()
+  readonly counts: PackedCounts[] = []
 
   constructor(service: string) {
     this.service = service
@@ -48,59 +52,87 @@ export class PackBuilder {
   add(key: string, histograms: ReadonlyArray<readonly [Metric, string]> | null, counts: PackedCounts): void {
     const at = this.keys.length
     this.keys.push(key)
-    this.#counts.push(counts)
+    this.counts.push(counts)
     if (histograms === null) return
     for (const [metric, encoded] of histograms) {
-      let list = this.#histograms.get(metric)
-      if (!list) this.#histograms.set(metric, (list = []))
+      let list = this.histograms.get(metric)
+      if (!list) this.histograms.set(metric, (list = []))
       // A metric first seen at this series: the series before it had none.
       while (list.length < at) list.push('')
       list.push(encoded)
     }
   }
-
-  /**
-   * The JSON of the `histograms` column: every list as long as the series list. Written without
-   * `JSON.stringify`, which would scan megabytes of histograms for characters to escape: metric names are
-   * identifiers and ingest's check (`checkHistogram` in collector/report) lets only base64 through.
-   */
-  histogramsJson(): string {
-    let out = '{'
-    for (const [metric, list] of this.#histograms) {
-      while (list.length < this.keys.length) list.push('')
-      out += `${out === '{' ? '' : ','}"${metric}":"${list.join(',')}"`
-    }
-    return `${out}}`
-  }
-
-  /** The JSON of the `counts` column, written item by item (what `JSON.stringify` gives, in a third of the time). */
-  countsJson(): string {
-    let out = '['
-    for (let i = 0; i < this.#counts.length; i++) {
-      const c = this.#counts[i]!
-      if (i > 0) out += ','
-      if (c === 0) out += '0'
-      else {
-        let classes = '{}'
-        for (const _ in c[4]) {
-          classes = JSON.stringify(c[4])
-          break
-        }
-        out += `[${c[0]},${c[1]},${c[2]},${c[3]},${classes}]`
-      }
-    }
-    return `${out}]`
-  }
 }
 
-/** The columns of a pack row but the level, bucket and `consumed`, with the series' ids from `idOf`. */
-export function packColumns(
+/** The columns of a pack row but the level, bucket and `consumed`. */
+export type PackColumns = Pick<
+  PackTable,
+  'service' | 'min_series_id' | 'max_series_id' | 'series_ids' | 'histograms' | 'counts'
+>
+
+/**
+ * The pack rows of a report's series of one service, with their ids from `idOf`: the series in id order, at most
+ * `maxSeries` a row, so that the rows of one report cover disjoint id ranges (`min_series_id`..`max_series_id`)
+ * and a query for one replica reads one of them.
+ */
+export function packRows(
   b: PackBuilder,
   idOf: (key: string) => number,
-): Pick<PackTable, 'service' | 'series_ids' | 'histograms' | 'counts'> {
-  let ids = ''
-  for (let i = 0; i < b.keys.length; i++) ids += (i === 0 ? '' : ',') + String(idOf(b.keys[i]!))
-  return { service: b.service, series_ids: ids, histograms: b.histogramsJson(), counts: b.countsJson() }
+  maxSeries = PACK_MAX_SERIES,
+): PackColumns[] {
+  const n = b.keys.length
+  const ids = new Float64Array(n)
+  for (let i = 0; i < n; i++) ids[i] = idOf(b.keys[i]!)
+  const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => ids[x]! - ids[y]!)
+  const out: PackColumns[] = []
+  for (let from = 0; from < n; from += maxSeries) {
+    const part = order.slice(from, from + maxSeries)
+    let idList = ''
+    for (let k = 0; k < part.length; k++) idList += (k === 0 ? '' : ',') + String(ids[part[k]!]!)
+    out.push({
+      service: b.service,
+      min_series_id: ids[part[0]!]!,
+      max_series_id: ids[part[part.length - 1]!]!,
+      series_ids: idList,
+      histograms: histogramsJson(b, part),
+      counts: countsJson(b, part),
+    })
+  }
+  return out
+}
+
+/**
+ * The JSON of the `histograms` column for the series at `part`. Written without `JSON.stringify`, which would scan
+ * megabytes of histograms for characters to escape: metric names are identifiers and ingest's check
+ * (`checkHistogram` in collector/report) lets only base64 through.
+ */
+function histogramsJson(b: PackBuilder, part: readonly number[]): string {
+  let out = '{'
+  for (const [metric, list] of b.histograms) {
+    let items = ''
+    for (let k = 0; k < part.length; k++) items += (k === 0 ? '' : ',') + (list[part[k]!] ?? '')
+    out += `${out === '{' ? '' : ','}"${metric}":"${items}"`
+  }
+  return `${out}}`
+}
+
+/** The JSON of the `counts` column for the series at `part`, item by item (what `JSON.stringify` gives, faster). */
+function countsJson(b: PackBuilder, part: readonly number[]): string {
+  let out = '['
+  for (let k = 0; k < part.length; k++) {
+    const c = b.counts[part[k]!]!
+    if (k > 0) out += ','
+    if (c === 0) out += '0'
+    else {
+      let classes = '{}'
+      for (const _ in c[4]) {
+        classes = JSON.stringify(c[4])
+        break
+      }
+      out += `[${c[0]},${c[1]},${c[2]},${c[3]},${classes}]`
+    }
+  }
+  return `${out}]`
 }
 
 /** A pack row as read back: what {@link unpackHistograms} and {@link unpackCounts} take. */
@@ -118,20 +150,36 @@ export function unpackHistograms(
   keep: ReadonlySet<number> | null,
 ): Array<{ seriesId: number; metric: Metric; histogram: string }> {
   const ids = parseIds(row.series_ids)
-  const lists = JSON.parse(row.histograms) as Record<string, string>
+  const text = row.histograms
   const out: Array<{ seriesId: number; metric: Metric; histogram: string }> = []
-  for (const metric of metrics ?? (Object.keys(lists) as Metric[])) {
-    const joined = lists[metric]
-    if (joined === undefined) continue
-    const items = joined.split(',')
-    if (items.length !== ids.length)
-      throw new Error(`tg_pack: ${items.length} ${metric} histograms for ${ids.length} series`)
+  if (keep !== null && !ids.some((id) => keep.has(id))) return out
+  // The column is read in place, not with JSON.parse: a query for one replica takes one item of a list that
+  // holds every replica of its service in the report (ingest wrote it: metric names and base64 only).
+  for (const metric of metrics ?? metricsIn(text)) {
+    const key = `"${metric}":"`
+    const at = text.indexOf(key)
+    if (at < 0) continue
+    const end = text.indexOf('"', at + key.length)
+    if (end < 0) throw new Error(`tg_pack: the ${metric} histograms are not closed`)
+    let from = at + key.length
     for (let i = 0; i < ids.length; i++) {
-      const histogram = items[i]!
-      if (histogram === '' || (keep !== null && !keep.has(ids[i]!))) continue
-      out.push({ seriesId: ids[i]!, metric, histogram })
+      let to = text.indexOf(',', from)
+      if (to < 0 || to > end) to = end
+      if (i < ids.length - 1 && to === end)
+        throw new Error(`tg_pack: ${i + 1} ${metric} histograms for ${ids.length} series`)
+      if (to > from && (keep === null || keep.has(ids[i]!)))
+        out.push({ seriesId: ids[i]!, metric, histogram: text.slice(from, to) })
+      from = to + 1
     }
+    if (from !== end + 1) throw new Error(`tg_pack: more ${metric} histograms than ${ids.length} series`)
   }
+  return out
+}
+
+/** The metrics a `histograms` column lists, in its order. */
+function metricsIn(text: string): Metric[] {
+  const out: Metric[] = []
+  for (const m of text.matchAll(/(?:^\{|,)"([A-Za-z0-9_]+)":"/g)) out.push(m[1] as Metric)
   return out
 }
 

@@ -113,7 +113,7 @@ export interface ServiceCountTable extends CountColumns {
 }
 
 /**
- * The finest level's per-replica histograms and counters, one row per report and service (migration
+ * The finest level's per-replica histograms and counters, a few rows per report and service (migration
  * 2026-11-27T0500): ingest writes these instead of one `tg_hist` row per series and metric and one `tg_count`
  * row per series; compaction unpacks them into the next level's `tg_hist`/`tg_count` rows. `step_ms` is always
  * the finest step. Same `consumed` rule as `tg_hist`. Format: `collector/store/packs.ts`.
@@ -123,7 +123,10 @@ export interface PackTable {
   bucket_ms: number
   service: string
   consumed: number
-  /** The series ids, comma-separated; the lists below follow this order. */
+  /** The lowest and highest series id in `series_ids` (a query for some replicas skips packs without them). */
+  min_series_id: number
+  max_series_id: number
+  /** The series ids in increasing order, comma-separated (at most 64); the lists below follow this order. */
   series_ids: string
   /** JSON object: metric → the series' encoded histograms, comma-separated (empty where a series has none). */
   histograms: string

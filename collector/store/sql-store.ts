@@ -9,7 +9,7 @@ import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
 import { claimGroups } from './rollup.js'
-import { PackBuilder, packColumns, unpackCounts, unpackHistograms } from './packs.js'
+import { PackBuilder, packRows, unpackCounts, unpackHistograms } from './packs.js'
 import type { PackedCounts } from './packs.js'
 import { bulkInsertSql, statementSizes } from './sqlite-bulk.js'
 import {
@@ -394,18 +394,19 @@ class SqlStore implements Store {
           // Rows as literals of one shape (not spreads of a shared base): cheaper to build and to read back.
           const stepMs = this.#finestMs
           const bucketMs = p.bucketMs
-          for (const b of p.packs) {
-            const c = packColumns(b, idOfKey)
-            pack.push({
-              step_ms: stepMs,
-              bucket_ms: bucketMs,
-              consumed: 0,
-              service: c.service,
-              series_ids: c.series_ids,
-              histograms: c.histograms,
-              counts: c.counts,
-            })
-          }
+          for (const b of p.packs)
+            for (const c of packRows(b, idOfKey))
+              pack.push({
+                step_ms: stepMs,
+                bucket_ms: bucketMs,
+                consumed: 0,
+                service: c.service,
+                min_series_id: c.min_series_id,
+                max_series_id: c.max_series_id,
+                series_ids: c.series_ids,
+                histograms: c.histograms,
+                counts: c.counts,
+              })
           packedRows += p.seriesRows
           for (const [[service, metric], histogram] of p.serviceHists)
             serviceHist.push({
@@ -1015,6 +1016,13 @@ class SqlStore implements Store {
     const ids = await trx.selectFrom('tg_series').select('id').where(labelConds(selector)).execute()
     if (ids.length === 0) return []
     const keep = new Set(ids.map((r) => Number(r.id)))
+    // Packs hold a service's replicas in id order, 64 a row: only rows whose id range meets the wanted ids' range.
+    let lo = Infinity
+    let hi = -Infinity
+    for (const id of keep) {
+      if (id < lo) lo = id
+      if (id > hi) hi = id
+    }
     const read = (t: FetchTerm) => {
       let q = trx
         .selectFrom('tg_pack')
@@ -1023,6 +1031,8 @@ class SqlStore implements Store {
         .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
         .where('bucket_ms', '>=', t.fromMs)
         .where('bucket_ms', '<', t.toMs)
+        .where('max_series_id', '>=', lo)
+        .where('min_series_id', '<=', hi)
       if (selector.service !== undefined) q = q.where('service', '=', selector.service)
       return q
     }
@@ -1172,6 +1182,8 @@ const BULK_TYPES: Readonly<Record<string, string>> = {
   histogram: 'text',
   error_classes: 'text',
   series_ids: 'text',
+  min_series_id: 'integer',
+  max_series_id: 'integer',
   histograms: 'text',
   counts: 'text',
 }

@@ -6,7 +6,7 @@ import fc from 'fast-check'
 import { encodeHistogram } from '../../../collector/index.js'
 import type { Metric, Store } from '../../../collector/index.js'
 import { storeInternals } from '../../../collector/store/sql-store.js'
-import { PackBuilder, packColumns, unpackCounts, unpackHistograms } from '../../../collector/store/packs.js'
+import { PackBuilder, packRows, unpackCounts, unpackHistograms } from '../../../collector/store/packs.js'
 import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { toLegacyFinestRows } from '../../helpers/legacy-rows.js'
 import { fingerprint, histogramOf, latenciesUs, makeReport, rng } from '../../helpers/reports.js'
@@ -114,7 +114,9 @@ describe('pack format', () => {
       ['b', 8],
       ['c', 9],
     ])
-    const row = packColumns(b, (k) => ids.get(k)!)
+    const [row, ...more] = packRows(b, (k) => ids.get(k)!)
+    expect(more).toEqual([])
+    if (!row) throw new Error('no pack')
     expect(row.series_ids).toBe('7,8,9')
     expect(JSON.parse(row.histograms)).toEqual({ total: `,${h(10)},${h(20)}`, queue: `,,${h(30)}` })
     expect(unpackHistograms(row, null, null)).toEqual([
@@ -150,10 +152,34 @@ describe('pack format', () => {
       fc.property(fc.array(count, { maxLength: 20 }), (counts) => {
         const b = new PackBuilder('s')
         counts.forEach((c, i) => b.add(String(i), null, c))
-        const row = packColumns(b, Number)
+        const row = packRows(b, Number, 1000)[0] ?? { counts: '[]' }
         expect(row.counts).toBe(JSON.stringify(counts))
         expect(JSON.parse(row.counts)).toEqual(counts)
       }),
+    )
+  })
+
+  it('puts a service’s series in id order, at most 64 a row, each row with its id range', () => {
+    const b = new PackBuilder('chat')
+    const h = (us: number) => encodeHistogram(histogramOf([us]))
+    // Keys arrive in another order than their ids.
+    for (let i = 0; i < 150; i++)
+      b.add(`k${i}`, i % 3 === 0 ? null : [['total', h(100 + i)]], [i, 0, 0, 0, {}])
+    const idOf = (key: string) => 1000 - Number(key.slice(1)) * 3
+    const rows = packRows(b, idOf)
+    expect(rows.map((r) => r.series_ids.split(',').length)).toEqual([64, 64, 22])
+    for (const [i, r] of rows.entries()) {
+      const ids = r.series_ids.split(',').map(Number)
+      expect(ids).toEqual([...ids].sort((x, y) => x - y))
+      expect([r.min_series_id, r.max_series_id]).toEqual([ids[0], ids[ids.length - 1]])
+      if (i > 0) expect(r.min_series_id).toBeGreaterThan(rows[i - 1]!.max_series_id)
+    }
+    const all = rows.flatMap((r) => unpackHistograms(r, null, null))
+    expect(all).toHaveLength(100)
+    for (const x of all) expect(x.histogram).toBe(h(100 + (1000 - x.seriesId) / 3))
+    const counts = rows.flatMap((r) => unpackCounts(r, null))
+    expect(counts.map((c) => c.columns.ok_count).sort((x, y) => x - y)).toEqual(
+      Array.from({ length: 150 }, (_, i) => i),
     )
   })
 
@@ -161,6 +187,12 @@ describe('pack format', () => {
     expect(() =>
       unpackHistograms({ series_ids: '1,2', histograms: '{"total":"x"}', counts: '[0,0]' }, null, null),
     ).toThrow(/1 total histograms for 2 series/)
+    expect(() =>
+      unpackHistograms({ series_ids: '1', histograms: '{"total":"a,b"}', counts: '[0]' }, null, null),
+    ).toThrow(/more total histograms than 1 series/)
+    expect(() =>
+      unpackHistograms({ series_ids: '1', histograms: '{"total":"a', counts: '[0]' }, ['total'], null),
+    ).toThrow(/not closed/)
     expect(() => unpackCounts({ series_ids: '1,2', histograms: '{}', counts: '[0]' }, null)).toThrow(
       /1 counters for 2 series/,
     )
@@ -196,6 +228,32 @@ for (const dialect of testDialects())
       expect(res.deleted).toBeGreaterThan(0)
       expect(await db.selectFrom('tg_pack').select('bucket_ms').execute()).toHaveLength(0)
       expect(await answers(store, T0, T0 + HOUR)).toEqual(want)
+    })
+
+    it('answers for replicas of a service spread over several packs of one report', async () => {
+      const store = ctx.store
+      const next = rng(5)
+      const sent = new Map<string, number[]>()
+      for (let seq = 1; seq <= 3; seq++) {
+        const t = T0 + seq * 10_000
+        const series = Array.from({ length: 150 }, (_, i) => {
+          const total = latenciesUs(next, 2 + (i % 4), 10_000 + i)
+          sent.set(`r${i}`, [...(sent.get(`r${i}`) ?? []), ...total])
+          return { labels: { service: 'big', replica: `r${i}` }, samples: { total }, ok: total.length }
+        })
+        expect((await store.ingest(makeReport({ seq, startMs: t, series }), t + 5000)).kind).toBe('stored')
+      }
+      const db = storeInternals(store)!.db
+      expect(await db.selectFrom('tg_pack').select('series_ids').execute()).toHaveLength(9)
+      const range = { fromMs: T0, toMs: T0 + HOUR }
+      for (const replica of ['r0', 'r63', 'r64', 'r100', 'r149']) {
+        const h = (await store.histograms({ service: 'big', replica }, range, ['total'])).get('total')!
+        expect(fingerprint(h), replica).toBe(fingerprint(histogramOf(sent.get(replica)!)))
+        expect((await store.counts({ service: 'big', replica }, range)).ok).toBe(sent.get(replica)!.length)
+      }
+      // A selector matching every replica (by model) reads every pack.
+      const all = (await store.histograms({ service: 'big', model: 'llama' }, range, ['total'])).get('total')!
+      expect(all.totalCount).toBe([...sent.values()].reduce((n, v) => n + v.length, 0))
     })
 
     it('reads and rolls up finest rows stored before packs together with packs', async () => {
