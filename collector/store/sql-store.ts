@@ -85,7 +85,7 @@ interface PreparedReport {
   readonly receivedAtMs: number
   readonly bucketMs: number
   readonly seenMs: number
-  /** The report's series, one pack per service (`tg_pack`). */
+  /** The report's series by service, packed into `tg_pack` rows in the transaction (once their ids are known). */
   readonly packs: readonly PackBuilder[]
   /** The per-replica rows the packs stand for (histograms with counts, and counters): a batch's size. */
   readonly seriesRows: number
@@ -248,7 +248,7 @@ class SqlStore implements Store {
     // Series are "seen" at the time their data covers (not when the report arrived: a spooled report sent
     // after an outage is old data), never later than now.
     const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
-    // Per service, the report's series packed into one row (they are found by key: ids come in the transaction).
+    // Per service, the report's series to pack (kept by key: their ids, which order the packs, come in the transaction).
     const services = new Map<
       string,
       { readonly pack: PackBuilder; readonly keys: Map<string, readonly [string, string]> }
@@ -998,7 +998,7 @@ class SqlStore implements Store {
 
   /**
    * The finest level's packs a per-replica read counts (`tg_pack`), with the ids of the series the selector
-   * matches (the packs hold every replica of their service in the report).
+   * matches (a pack holds up to 64 replicas of its service, not only the wanted ones).
    */
   async #packs(
     trx: Transaction<DB>,
