@@ -980,7 +980,7 @@ class SqlStore implements Store {
     }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
-    const rows = (await q.execute()).filter((r) => counted(segments, r))
+    const rows = (await this.#execute(trx, q)).filter((r) => counted(segments, r))
     if (byServiceOnly(selector)) return rows
     for (const p of await this.#packs(trx, selector, segments, terms))
       for (const h of unpackHistograms(p.row, metrics, p.keep))
@@ -1077,7 +1077,7 @@ class SqlStore implements Store {
     }
     let q = read(terms[0]!)
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
-    const rows = (await q.execute()).filter((r) => counted(segments, r))
+    const rows = (await this.#execute(trx, q)).filter((r) => counted(segments, r))
     if (byServiceOnly(selector)) return rows
     for (const p of await this.#packs(trx, selector, segments, terms))
       for (const c of unpackCounts(p.row, p.keep))
@@ -1090,6 +1090,22 @@ class SqlStore implements Store {
           service: null,
         })
     return rows
+  }
+
+  /**
+   * Runs a read of per-replica or service rows. On SQLite its per-replica selects name their index
+   * ({@link withReplicaIndexes}): without planner statistics, or with some, SQLite chose the compaction index and
+   * scanned every row of the time range (one replica over 5 minutes of 10,000-series data: 177 ms, 2 ms through
+   * its index).
+   */
+  async #execute<O>(
+    trx: Transaction<DB>,
+    q: { compile(): CompiledQuery<O>; execute(): Promise<O[]> },
+  ): Promise<O[]> {
+    if (this.dialect !== 'sqlite') return q.execute()
+    const compiled = q.compile()
+    const text = withReplicaIndexes(compiled.sql)
+    return (await trx.executeQuery(CompiledQuery.raw(text, [...compiled.parameters]))).rows as O[]
   }
 
   /**
@@ -1501,6 +1517,32 @@ async function refreshSeries(db: Db, ids: readonly number[], seenMs: number): Pr
  */
 function perReplicaTerm(t: FetchTerm, consumed: number): RawBuilder<SqlBool> {
   return sql<SqlBool>`step_ms = ${t.stepMs} and consumed = ${sql.lit(consumed === 1 ? 1 : 0)} and bucket_ms >= ${t.fromMs} and bucket_ms < ${t.toMs}`
+}
+
+/**
+ * SQLite: the per-replica selects of a read (`from "tg_hist" where …` or `tg_count`, joined by `union all`) with
+ * the index each must use: the one of unconsumed rows (`…_fresh`) or of consumed rows (`…_lookup`), by the
+ * `consumed` literal {@link perReplicaTerm} writes. Other selects are left as they are.
+ *
+ * @example withReplicaIndexes('select … from "tg_hist" where … consumed = 0 …') // 'select … from "tg_hist" indexed by "tg_hist_fresh" where …'
+ */
+export function withReplicaIndexes(text: string): string {
+  return text
+    .split(' union all ')
+    .map((member) => {
+      for (const table of ['tg_hist', 'tg_count']) {
+        const from = `from "${table}" where `
+        if (!member.includes(from)) continue
+        const consumed = /\bconsumed = ([01]) and bucket_ms >= /.exec(member)?.[1]
+        if (consumed === undefined) return member
+        return member.replace(
+          from,
+          `from "${table}" indexed by "${table}_${consumed === '1' ? 'lookup' : 'fresh'}" where `,
+        )
+      }
+      return member
+    })
+    .join(' union all ')
 }
 
 /** The service of each series id. */
