@@ -268,11 +268,14 @@ export class LatencyHistogram {
   encode(): string {
     const c = this.#counts
     const off = this.#offset
+    // One walk over the window: buckets are written after room for their number (at most 3 bytes: fewer than
+    // 2^21 buckets), which is put just before them at the end.
+    const most = 3 + 16 * Math.max(0, this.#hi - this.#lo + 1)
+    // Grown once to the widest window seen (at most 16 bytes per bucket of the whole range: under 1 MB), then reused.
+    if (most > VARINT_SCRATCH.length) VARINT_SCRATCH = new Uint8Array(most)
+    const out = VARINT_SCRATCH
+    let at = 3
     let n = 0
-    for (let i = this.#lo; i <= this.#hi; i++) if (c[i - off] !== 0) n++
-    const most = 8 * (1 + 2 * n)
-    const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
-    let at = putVarint(out, 0, n)
     let prev = -1
     for (let i = this.#lo; i <= this.#hi; i++) {
       const count = c[i - off]!
@@ -280,8 +283,11 @@ export class LatencyHistogram {
       at = putVarint(out, at, i - prev - 1)
       at = putVarint(out, at, count)
       prev = i
+      n++
     }
-    return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
+    const start = 3 - (n < 0x80 ? 1 : n < 0x4000 ? 2 : 3)
+    putVarint(out, start, n)
+    return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset + start, at - start).toString('base64')
   }
 }
 
@@ -334,7 +340,7 @@ function putVarint(out: Uint8Array, at: number, v: number): number {
  * every call): an agent's drain encodes tens of thousands of histograms, and a growing array each was most
  * of the garbage it made.
  */
-const VARINT_SCRATCH = new Uint8Array(16 * 1024)
+let VARINT_SCRATCH = new Uint8Array(16 * 1024)
 
 /**
  * Encodes a histogram: `tgh1.` then base64 of varints: the number of non-empty buckets, then per bucket

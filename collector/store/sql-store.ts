@@ -1470,6 +1470,13 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
       }
       this.#byKey.set(key, g)
     }
+    // A few histograms per key (a report carrying a few replicas of a service) are kept encoded and merged sparse
+    // when written; a dense histogram pays off only for many (scanning its window to encode cost more).
+    if (g.h === null && (g.more?.length ?? 0) < SPARSE_MERGE_MAX_ROWS) {
+      const check = checkHistogram(encoded)
+      if (check.ok && check.totalCount > 0) (g.more ??= []).push(encoded)
+      return check
+    }
     return checkHistogram(encoded, opened(g))
   }
 
