@@ -59,7 +59,9 @@ describe('sqlite: per-replica reads through their index', () => {
       const plan = await db.executeQuery<{ detail: string }>(
         CompiledQuery.raw(`explain query plan ${text}`, ['r5', 10_000, T0, T0 + 200_000]),
       )
-      expect(plan.rows.map((r) => r.detail).join('\n')).toMatch(new RegExp(`USING (COVERING )?INDEX ${index}\\b`))
+      expect(plan.rows.map((r) => r.detail).join('\n')).toMatch(
+        new RegExp(`USING (COVERING )?INDEX ${index}\\b`),
+      )
     }
     const range = { fromMs: T0, toMs: T0 + 200_000 }
     const h = (await store.histograms({ service: 'svc-1', replica: 'r5' }, range, ['total'])).get('total')!
