@@ -153,8 +153,8 @@ export function unpackHistograms(
   const text = row.histograms
   const out: Array<{ seriesId: number; metric: Metric; histogram: string }> = []
   if (keep !== null && !ids.some((id) => keep.has(id))) return out
-  // The column is read in place, not with JSON.parse: a query for one replica takes one item of a list that
-  // holds every replica of its service in the report (ingest wrote it: metric names and base64 only).
+  // The column is read in place, not with JSON.parse: a query for one replica takes one item of a list of up to 64
+  // (ingest wrote it: metric names and base64 only).
   for (const metric of metrics ?? metricsIn(text)) {
     const key = `"${metric}":"`
     const at = text.indexOf(key)
