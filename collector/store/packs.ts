@@ -135,9 +135,6 @@ function countsJson(b: PackBuilder, part: readonly number[]): string {
   return `${out}]`
 }
 
-/** A pack row as read back: what {@link unpackHistograms} and {@link unpackCounts} take. */
-export type PackRow = Pick<PackTable, 'series_ids' | 'histograms' | 'counts'>
-
 /**
  * The histograms of a pack, per series and metric, for the series `keep` accepts (all with `null`) and the
  * metrics asked for (all with `null`); series without a histogram of a metric are skipped.
@@ -145,7 +142,7 @@ export type PackRow = Pick<PackTable, 'series_ids' | 'histograms' | 'counts'>
  * @example unpackHistograms(row, ['total'], null) // [{ seriesId: 7, metric: 'total', histogram: 'tgh1.…' }]
  */
 export function unpackHistograms(
-  row: PackRow,
+  row: Pick<PackTable, 'series_ids' | 'histograms'>,
   metrics: readonly Metric[] | null,
   keep: ReadonlySet<number> | null,
 ): Array<{ seriesId: number; metric: Metric; histogram: string }> {
@@ -190,7 +187,7 @@ function metricsIn(text: string): Metric[] {
  * @example unpackCounts(row, null) // [{ seriesId: 7, columns: { ok_count: 100, …, error_classes: '{}' } }]
  */
 export function unpackCounts(
-  row: PackRow,
+  row: Pick<PackTable, 'series_ids' | 'counts'>,
   keep: ReadonlySet<number> | null,
 ): Array<{ seriesId: number; columns: CountColumns }> {
   const ids = parseIds(row.series_ids)

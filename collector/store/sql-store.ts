@@ -982,12 +982,17 @@ class SqlStore implements Store {
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
     const rows = (await this.#execute(trx, q)).filter((r) => counted(segments, r))
     if (byServiceOnly(selector)) return rows
-    for (const p of await this.#packs(trx, selector, segments, terms))
-      for (const h of unpackHistograms(p.row, metrics, p.keep))
+    const packs = await this.#packs(trx, selector, segments, terms, 'histograms')
+    for (const p of packs.rows)
+      for (const h of unpackHistograms(
+        { series_ids: p.series_ids, histograms: p.payload },
+        metrics,
+        packs.keep,
+      ))
         rows.push({
-          step_ms: p.row.step_ms,
-          bucket_ms: p.row.bucket_ms,
-          consumed: p.row.consumed,
+          step_ms: p.step_ms,
+          bucket_ms: p.bucket_ms,
+          consumed: p.consumed,
           metric: h.metric,
           histogram: h.histogram,
           series_id: h.seriesId,
@@ -997,24 +1002,25 @@ class SqlStore implements Store {
   }
 
   /**
-   * The finest level's packs a per-replica read counts (`tg_pack`), with the ids of the series the selector
-   * matches (a pack holds up to 64 replicas of its service, not only the wanted ones).
+   * The finest level's packs a per-replica read counts (`tg_pack`), with only the column it needs as `payload`,
+   * and the ids of the series the selector matches (a pack holds up to 64 replicas of its service, not only the
+   * wanted ones).
    */
   async #packs(
     trx: Transaction<DB>,
     selector: Selector,
     segments: readonly Segment[],
     terms: readonly FetchTerm[],
-  ): Promise<
-    Array<{
-      row: Row & { series_ids: string; histograms: string; counts: string }
-      keep: ReadonlySet<number>
-    }>
-  > {
+    column: 'histograms' | 'counts',
+  ): Promise<{
+    rows: Array<Row & { series_ids: string; payload: string }>
+    keep: ReadonlySet<number>
+  }> {
+    const none = { rows: [], keep: new Set<number>() }
     const finest = terms.filter((t) => t.stepMs === this.#finestMs)
-    if (finest.length === 0) return []
+    if (finest.length === 0) return none
     const ids = await trx.selectFrom('tg_series').select('id').where(labelConds(selector)).execute()
-    if (ids.length === 0) return []
+    if (ids.length === 0) return none
     const keep = new Set(ids.map((r) => Number(r.id)))
     // Packs hold a service's replicas in id order, 64 a row: only rows whose id range meets the wanted ids' range.
     let lo = Infinity
@@ -1026,7 +1032,8 @@ class SqlStore implements Store {
     const read = (t: FetchTerm) => {
       let q = trx
         .selectFrom('tg_pack')
-        .select(['step_ms', 'bucket_ms', 'consumed', 'series_ids', 'histograms', 'counts'])
+        .select(['step_ms', 'bucket_ms', 'consumed', 'series_ids'])
+        .select((eb) => eb.ref(column).as('payload'))
         .where('step_ms', '=', t.stepMs)
         .where('consumed', 'in', t.unconsumedOnly ? [0] : [0, 1])
         .where('bucket_ms', '>=', t.fromMs)
@@ -1038,7 +1045,7 @@ class SqlStore implements Store {
     }
     let q = read(finest[0]!)
     for (const t of finest.slice(1)) q = q.unionAll(read(t))
-    return (await q.execute()).filter((r) => counted(segments, r)).map((row) => ({ row, keep }))
+    return { rows: (await q.execute()).filter((r) => counted(segments, r)), keep }
   }
 
   async #countRows(
@@ -1079,12 +1086,13 @@ class SqlStore implements Store {
     for (const t of terms.slice(1)) q = q.unionAll(read(t))
     const rows = (await this.#execute(trx, q)).filter((r) => counted(segments, r))
     if (byServiceOnly(selector)) return rows
-    for (const p of await this.#packs(trx, selector, segments, terms))
-      for (const c of unpackCounts(p.row, p.keep))
+    const packs = await this.#packs(trx, selector, segments, terms, 'counts')
+    for (const p of packs.rows)
+      for (const c of unpackCounts({ series_ids: p.series_ids, counts: p.payload }, packs.keep))
         rows.push({
-          step_ms: p.row.step_ms,
-          bucket_ms: p.row.bucket_ms,
-          consumed: p.row.consumed,
+          step_ms: p.step_ms,
+          bucket_ms: p.bucket_ms,
+          consumed: p.consumed,
           ...c.columns,
           series_id: c.seriesId,
           service: null,
