@@ -390,10 +390,17 @@ export function inspectHistogram(
   sink?: (index: number, count: number) => void,
   hdrLimits: HistogramHeaderLimits = HISTOGRAM_HEADER_LIMITS,
 ): HistogramCheck {
-  try {
-    return encoded.startsWith(SPARSE_PREFIX)
+  return guarded(() =>
+    encoded.startsWith(SPARSE_PREFIX)
       ? readSparse(encoded, sink, undefined, false)
-      : readHdr(encoded, hdrLimits, sink)
+      : readHdr(encoded, hdrLimits, sink),
+  )
+}
+
+/** `read()`'s answer, or `{ ok: false }` naming what it threw (a malformed input: the readers throw on it). */
+function guarded(read: () => HistogramCheck): HistogramCheck {
+  try {
+    return read()
   } catch (err) {
     return { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
   }
@@ -408,18 +415,21 @@ export function inspectHistogram(
  * @example checkHistogram(wire, serviceTotal) // { ok: true, totalCount: 500, … }
  */
 export function checkHistogram(encoded: string, target?: Histogram): HistogramCheck {
-  try {
+  return guarded(() => {
     if (encoded.startsWith(SPARSE_PREFIX)) return readSparse(encoded, undefined, target, true)
     if (!CANONICAL_BASE64.test(encoded))
       return { ok: false, error: 'histogram holds a character outside base64' }
-    const hdr = target === undefined ? undefined : (i: number, n: number) => target.addAtIndex(i, n)
-    // The HDR form is added only once it is known good, as the sparse form is.
-    const check = readHdr(encoded, HISTOGRAM_HEADER_LIMITS, undefined)
-    if (check.ok && hdr) readHdr(encoded, HISTOGRAM_HEADER_LIMITS, hdr)
+    // The HDR form is added only once it is known good, as the sparse form is: its buckets wait in a list.
+    const buckets: number[] = []
+    const check = readHdr(
+      encoded,
+      HISTOGRAM_HEADER_LIMITS,
+      target === undefined ? undefined : (i, n) => buckets.push(i, n),
+    )
+    if (check.ok && target !== undefined)
+      for (let k = 0; k < buckets.length; k += 2) target.addAtIndex(buckets[k]!, buckets[k + 1]!)
     return check
-  } catch (err) {
-    return { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
-  }
+  })
 }
 
 const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
@@ -677,29 +687,13 @@ export function mergeEncoded(encoded: readonly string[]): string {
   for (const e of encoded) {
     let m: number
     if (e.startsWith(SPARSE_PREFIX)) {
-      let check: HistogramCheck
-      try {
-        check = readSparse(e, undefined, 'scratch', false)
-      } catch (err) {
-        check = { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
-      }
+      const check = guarded(() => readSparse(e, undefined, 'scratch', false))
       if (!check.ok) throw new Error(check.error)
       m = check.buckets
     } else m = hdrToScratch(e)
     n = mergeInto(n, m)
   }
-  const indexes = MERGED_INDEXES
-  const counts = MERGED_COUNTS
-  const most = 8 * (1 + 2 * n)
-  const out = most <= VARINT_SCRATCH.length ? VARINT_SCRATCH : new Uint8Array(most)
-  let at = putVarint(out, 0, n)
-  let prev = -1
-  for (let k = 0; k < n; k++) {
-    at = putVarint(out, at, indexes[k]! - prev - 1)
-    at = putVarint(out, at, counts[k]!)
-    prev = indexes[k]!
-  }
-  return SPARSE_PREFIX + Buffer.from(out.buffer, out.byteOffset, at).toString('base64')
+  return encodeBuckets(n, MERGED_INDEXES, MERGED_COUNTS)
 }
 
 /** {@link mergeEncoded}'s merge so far: `n` buckets in index order (swapped with the spare pair as it merges). */
@@ -805,14 +799,11 @@ function hdrToScratch(encoded: string): number {
  * ```
  */
 export function addEncoded(target: Histogram, encoded: string): void {
-  let check: HistogramCheck
-  try {
-    check = encoded.startsWith(SPARSE_PREFIX)
+  const check = guarded(() =>
+    encoded.startsWith(SPARSE_PREFIX)
       ? readSparse(encoded, undefined, target, false)
-      : readHdr(encoded, STORED_HEADER_LIMITS, (i, n) => target.addAtIndex(i, n))
-  } catch (err) {
-    check = { ok: false, error: `not a valid encoded histogram (${(err as Error).message})` }
-  }
+      : readHdr(encoded, STORED_HEADER_LIMITS, (i, n) => target.addAtIndex(i, n)),
+  )
   if (!check.ok) throw new Error(check.error)
 }
 
