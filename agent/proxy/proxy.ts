@@ -1,13 +1,14 @@
 import { createServer, ServerResponse } from 'node:http'
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, Server } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { Socket } from 'node:net'
-import type { Dispatcher } from 'undici'
 import { CONFIG_DEFAULTS } from '../../collector/index.js'
 import type { SeriesLabels, SeriesSignals } from '../../collector/index.js'
 import type { SampleSink } from '../types.js'
 import { createAdmission } from './admission.js'
 import type { Admission, ClassSetpoint, Decision, Pending, Ticket } from './admission.js'
 import type { Gradient2Options } from './gradient2.js'
+import { BAD_RESPONSE, BODY_TIMEOUT, CONNECT_TIMEOUT, HEADERS_TIMEOUT } from './h1-client.js'
+import type { UpstreamControl, UpstreamError, UpstreamHandler } from './h1-client.js'
 import { createSetpointsState } from './setpoints.js'
 import type { SetpointsState } from './setpoints.js'
 import { requestId, traceparentFor } from './trace.js'
@@ -200,14 +201,18 @@ function onResponseClose(this: ProxyResponse): void {
   }
 }
 
+function destroyResponse(res: ServerResponse): void {
+  res.destroy()
+}
+
 /** The client took the buffered response bytes: resume the upstream response (backpressure). */
 function onResponseDrain(this: ProxyResponse): void {
   this.exchange?.controller?.resume()
 }
 
 /** Forwards one request to an upstream and streams the answer back; one instance per request. */
-class Exchange implements Dispatcher.DispatchHandler {
-  controller: Dispatcher.DispatchController | null = null
+class Exchange implements UpstreamHandler {
+  controller: UpstreamControl | null = null
   upstream: Upstream | null = null
   ticket: Ticket | null = null
   pending: Pending | null = null
@@ -240,34 +245,32 @@ class Exchange implements Dispatcher.DispatchHandler {
     readonly labels: SeriesLabels,
   ) {}
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onRequestStart(controller: UpstreamControl): void {
     this.controller = controller
     if (this.abortReason) controller.abort(this.abortReason)
     else if (this.tConnected < 0) this.tConnected = this.proxy.now()
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-  ): void {
+  onResponseStart(controller: UpstreamControl, statusCode: number, headers: string[]): void {
     if (this.done) return
     this.status = statusCode
-    // A flat [name, value, …] list: Node writes it as it is, with no header object built and walked again.
-    const out: OutgoingHttpHeader[] = []
-    const connection = headers.connection
-    const named =
-      typeof connection === 'string' && connection.includes(',')
-        ? connection.split(',').map((t) => t.trim().toLowerCase())
-        : null
-    for (const k in headers) {
+    // The upstream's flat [name, value, …] list (lowercase names) goes to Node as a flat list too, with no
+    // header object built and walked again; hop-by-hop headers and those `connection` names are left out.
+    const out: string[] = []
+    let named: string[] | null = null
+    for (let i = 0; i < headers.length; i += 2) {
+      if (headers[i] !== 'connection') continue
+      const v = headers[i + 1]!.toLowerCase()
+      if (v !== 'keep-alive' && v !== 'close') (named ??= []).push(...v.split(',').map((t) => t.trim()))
+    }
+    for (let i = 0; i < headers.length; i += 2) {
+      const k = headers[i]!
       if (HOP_BY_HOP.has(k) || (named !== null && named.includes(k))) continue
-      const v = headers[k]
-      if (v !== undefined) out.push(k, v)
+      const v = headers[i + 1]!
+      if (k === 'content-type') this.sse = v.startsWith('text/event-stream')
+      out.push(k, v)
     }
     out.push(REQUEST_ID_HEADER, this.rid)
-    const ct = headers['content-type']
-    this.sse = typeof ct === 'string' && ct.startsWith('text/event-stream')
     try {
       this.res.writeHead(statusCode, out)
     } catch (err) {
@@ -278,7 +281,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.sse) this.res.flushHeaders()
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: UpstreamControl, chunk: Buffer): void {
     if (this.done) return
     const now = this.proxy.now()
     if (this.tFirstByte < 0) this.tFirstByte = now
@@ -323,7 +326,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.finish(status >= 500 ? 'error' : 'ok', status >= 500 ? `http_${status}` : undefined)
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onResponseError(_controller: UpstreamControl | null, err: UpstreamError): void {
     if (this.done) return
     const p = this.proxy
     if (this.abortReason) {
@@ -331,14 +334,12 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.finish('error', this.abortReason.message)
       return
     }
-    const code = (err as { code?: string }).code ?? ''
-    const timeout =
-      code === 'UND_ERR_HEADERS_TIMEOUT' ||
-      code === 'UND_ERR_BODY_TIMEOUT' ||
-      code === 'UND_ERR_CONNECT_TIMEOUT'
+    const code = err.code ?? ''
+    const timeout = code === HEADERS_TIMEOUT || code === BODY_TIMEOUT || code === CONNECT_TIMEOUT
     if (this.res.headersSent) {
       p.counts.upstreamMidStream++
-      this.res.destroy()
+      // What came before the failure goes out first (Node sends a response's writes at the end of the tick).
+      setImmediate(destroyResponse, this.res)
       this.finish('error', timeout ? 'upstream_timeout' : 'upstream_closed')
       return
     }
@@ -371,12 +372,7 @@ class Exchange implements Dispatcher.DispatchHandler {
         ),
         { [REQUEST_ID_HEADER]: this.rid },
       )
-      this.finish(
-        'error',
-        code.startsWith('HPE_') || err.name === 'HTTPParserError'
-          ? 'upstream_bad_response'
-          : 'upstream_unavailable',
-      )
+      this.finish('error', code === BAD_RESPONSE ? 'upstream_bad_response' : 'upstream_unavailable')
     }
   }
 
@@ -707,20 +703,15 @@ class ProxyImpl implements Proxy {
       req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
     ex.tDispatch = this.now()
-    try {
-      u.pool.dispatch(
-        {
-          path: u.basePath + (req.url ?? '/'),
-          method: req.method as Dispatcher.HttpMethod,
-          headers,
-          // undici streams async iterables as they yield (its types list only Readable).
-          body: hasBody ? (ex.body() as unknown as NodeJS.ReadableStream as never) : null,
-        },
-        ex,
-      )
-    } catch (err) {
-      ex.onResponseError(null as unknown as Dispatcher.DispatchController, err as Error)
-    }
+    u.pool.dispatch(
+      {
+        path: u.basePath + (req.url ?? '/'),
+        method: req.method ?? 'GET',
+        headers,
+        body: hasBody ? ex.body() : null,
+      },
+      ex,
+    )
   }
 
   /** Folds a finished exchange into the recorder. */
@@ -782,8 +773,8 @@ class ProxyImpl implements Proxy {
 }
 
 /**
- * Makes the agent's inline proxy (not yet listening): HTTP/1.1 keep-alive in front, pooled undici
- * connections behind, bodies and event streams forwarded as they arrive, each request measured (queue,
+ * Makes the agent's inline proxy (not yet listening): HTTP/1.1 keep-alive in front, pooled keep-alive
+ * connections behind (h1-client.ts), bodies and event streams forwarded as they arrive, each request measured (queue,
  * network, ttft, tpot, total, status, output tokens) and admitted per priority class.
  *
  * @example

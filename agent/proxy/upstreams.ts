@@ -1,4 +1,4 @@
-import { Pool } from 'undici'
+import { H1Pool } from './h1-client.js'
 
 /** How an upstream takes requests: `active` gets new ones, `draining` only finishes what it has. */
 export type UpstreamState = 'active' | 'draining'
@@ -28,7 +28,7 @@ export interface Upstream {
   readonly url: string
   /** The URL's path without a trailing slash, prefixed to every request path ('' for none). */
   readonly basePath: string
-  readonly pool: Pool
+  readonly pool: H1Pool
   state: UpstreamState
   inFlight: number
 }
@@ -86,12 +86,11 @@ class UpstreamSetImpl implements UpstreamSet {
   #make(url: string): Upstream {
     const { origin, basePath, normalized } = parseUpstreamUrl(url)
     const o = this.#opts
-    const pool = new Pool(origin, {
+    const pool = new H1Pool(origin, {
       connections: o.connections,
-      pipelining: 1,
-      headersTimeout: o.headersTimeoutMs,
-      bodyTimeout: o.bodyTimeoutMs,
-      connect: { timeout: o.connectTimeoutMs },
+      connectTimeoutMs: o.connectTimeoutMs,
+      headersTimeoutMs: o.headersTimeoutMs,
+      bodyTimeoutMs: o.bodyTimeoutMs,
     })
     return { url: normalized, basePath, pool, state: 'active', inFlight: 0 }
   }
@@ -156,8 +155,8 @@ class UpstreamSetImpl implements UpstreamSet {
     this.#list = this.#list.filter((x) => x !== u)
     this.#refresh()
     // Graceful when nothing is in flight; after the grace period the rest is aborted.
-    if (u.inFlight <= 0) u.pool.close().catch(() => {})
-    else u.pool.destroy().catch(() => {})
+    if (u.inFlight <= 0) void u.pool.close()
+    else void u.pool.destroy()
   }
 
   #refresh(): void {
@@ -174,7 +173,7 @@ class UpstreamSetImpl implements UpstreamSet {
     const list = this.#list
     this.#list = []
     this.#refresh()
-    await Promise.all(list.map((u) => u.pool.destroy().catch(() => {})))
+    await Promise.all(list.map((u) => u.pool.destroy()))
   }
 }
 

@@ -150,7 +150,7 @@ describe('proxy: bad input', () => {
     const url = await tcpUpstream((s) => {
       s.once('data', () => {
         s.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n')
-        s.write('a\r\ndata: 1\n\n\r\n')
+        s.write('9\r\ndata: 1\n\n\r\n')
         setTimeout(() => s.destroy(), 50)
       })
     })
@@ -160,6 +160,24 @@ describe('proxy: bad input', () => {
     expect(status(r.text)).toBe(200)
     expect(r.text).toContain('data: 1')
     expect(r.text).not.toMatch(/0\r\n\r\n$/) // no clean end of the chunked body: the client sees the cut
+    expect(r.closed).toBe(true)
+    expect(p.proxy.counts.upstreamMidStream).toBe(1)
+    expect(p.recorder.drain().series[0]!.errorClasses).toEqual({ upstream_closed: 1 })
+  })
+
+  it('forwards what came before a chunk that overruns its size, then cuts the client connection', async () => {
+    const url = await tcpUpstream((s) => {
+      s.once('data', () => {
+        s.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n')
+        // 10 bytes announced, 9 sent before the line ends: the bytes after the announced 10 are not a CRLF.
+        s.write('a\r\ndata: 1\n\n\r\n')
+      })
+    })
+    const p = await proxyTo([url])
+    closers.push(() => p.proxy.close())
+    const r = await raw(p.port, ['GET / HTTP/1.1\r\nHost: x\r\n\r\n'], 5000)
+    expect(status(r.text)).toBe(200)
+    expect(r.text).toContain('data: 1')
     expect(r.closed).toBe(true)
     expect(p.proxy.counts.upstreamMidStream).toBe(1)
     expect(p.recorder.drain().series[0]!.errorClasses).toEqual({ upstream_closed: 1 })
