@@ -348,6 +348,69 @@ describe('proxy upstream client (h1-client) against undici', () => {
     expect((await viaH1(pool)).error).toBe('DEPTH_ZERO_SELF_SIGNED_CERT')
   })
 
+  it('3,000 fuzzed upstream answers: each request ends or fails exactly once, and the pool keeps serving', async () => {
+    // Valid answers of every framing, cut at random points, with random bytes flipped, inserted or dropped.
+    const seeds = CASES.filter((c) => !c.fails && c.method === undefined).map((c) =>
+      c.answer.filter((p): p is string => typeof p === 'string').join(''),
+    )
+    let seed = 12345
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff
+      return seed % n
+    }
+    const mutate = (text: string): string => {
+      const b = [...text]
+      for (let m = rand(4); m >= 0; m--) {
+        const at = rand(b.length + 1)
+        const kind = rand(4)
+        if (kind === 0) b.splice(at, 1)
+        else if (kind === 1) b.splice(at, 0, String.fromCharCode(rand(256)))
+        else if (kind === 2) b[at] = '\r\n:;0 '[rand(6)]!
+        else b.length = Math.min(b.length, at)
+      }
+      return b.join('')
+    }
+    let current = ''
+    const up = await rawUpstream(() => [current, 2, -1])
+    const pool = new H1Pool(up.url, { ...OPTS, headersTimeoutMs: 300, bodyTimeoutMs: 300 })
+    closers.push(() => pool.destroy())
+    let ended = 0
+    let failed = 0
+    for (let i = 0; i < 3000; i++) {
+      current = mutate(seeds[rand(seeds.length)]!)
+      let calls = 0
+      await new Promise<void>((resolve) => {
+        pool.dispatch(
+          { method: 'GET', path: '/', headers: [], body: null },
+          {
+            onRequestStart() {},
+            onResponseStart() {},
+            onResponseData() {},
+            onResponseEnd() {
+              calls++
+              ended++
+              resolve()
+            },
+            onResponseError() {
+              calls++
+              failed++
+              resolve()
+            },
+          },
+        )
+      })
+      await new Promise((r) => setImmediate(r))
+      expect(calls).toBe(1)
+    }
+    // A late second call (a timer after the end, an error after the end) would show here.
+    await new Promise((r) => setTimeout(r, 500))
+    expect(ended + failed).toBe(3000)
+    expect(ended).toBeGreaterThan(100)
+    expect(failed).toBeGreaterThan(100)
+    current = `${HEAD}Content-Length: 2\r\n\r\nok`
+    expect((await viaH1(pool)).body).toBe('ok')
+  }, 60_000)
+
   it('queues requests beyond its connections and serves them in order', async () => {
     const up = await rawUpstream((n) => [10, `${HEAD}Content-Length: ${String(n).length}\r\n\r\n${n}`])
     const pool = new H1Pool(up.url, { ...OPTS, connections: 2 })
