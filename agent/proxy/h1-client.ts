@@ -238,9 +238,12 @@ class Conn {
         if (chunk.length === 0) continue
         let ok: boolean
         if (chunked) {
+          // Size line, data and CRLF in one write to the kernel.
+          s.cork()
           s.write(`${chunk.length.toString(16)}\r\n`, 'latin1')
           s.write(chunk)
           ok = s.write(CRLF)
+          s.uncork()
         } else ok = s.write(chunk)
         if (!ok) await drained(s)
       }
