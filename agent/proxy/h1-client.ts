@@ -79,7 +79,24 @@ const MAX_HEAD_BYTES = 64 * 1024
 const MAX_CHUNK_LINE = 4096
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const BAD_VALUE = /[\0\r\n]/
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/
+/** A response head may hold CRLF line ends only: no NUL, no CR or LF alone. */
+const BAD_HEAD = /\0|\r(?!\n)|(?<!\r)\n/
+/** 1 for the characters of an HTTP token (RFC 9110 §5.6.2), by char code below 128. */
+const TOKEN_CHARS = new Uint8Array(128)
+for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+  TOKEN_CHARS[ch.charCodeAt(0)] = 1
+
+/** The value of a string of 1 to 15 decimal digits, or -1 for anything else. */
+function digits(s: string): number {
+  if (s.length === 0 || s.length > 15) return -1
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const d = s.charCodeAt(i) - 48
+    if (d < 0 || d > 9) return -1
+    n = n * 10 + d
+  }
+  return n
+}
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS'])
 const CRLF = Buffer.from('\r\n')
 const CHUNK_END = Buffer.from('0\r\n\r\n')
@@ -328,44 +345,94 @@ class Conn {
 
   /** Parses one response head; returns its status, or -1 after failing the job. */
   #parseHead(job: Job, text: string): number {
-    const lines = text.split('\r\n')
-    const m = STATUS_LINE.exec(lines[0]!)
-    if (m === null)
-      return this.#bad(job, `not an HTTP/1.x status line: ${JSON.stringify(lines[0]!.slice(0, 60))}`)
-    const status = Number(m[2])
-    if (status < 100) return this.#bad(job, `status ${status} is not an HTTP status`)
+    // One pass for what no line may hold anywhere (NUL, a CR or LF that is not a CRLF); then plain scans.
+    if (BAD_HEAD.test(text)) return this.#bad(job, 'response head holds NUL or a bare CR or LF')
+    let eol = text.indexOf('\r\n')
+    if (eol < 0) eol = text.length
+    const s0 = text.charCodeAt(9) - 48
+    const s1 = text.charCodeAt(10) - 48
+    const s2 = text.charCodeAt(11) - 48
+    const minor = text.charCodeAt(7)
+    if (
+      eol < 12 ||
+      !text.startsWith('HTTP/1.') ||
+      (minor !== 48 && minor !== 49) ||
+      text.charCodeAt(8) !== 32 ||
+      !(s0 >= 1 && s0 <= 9 && s1 >= 0 && s1 <= 9 && s2 >= 0 && s2 <= 9) ||
+      (eol > 12 && text.charCodeAt(12) !== 32)
+    )
+      return this.#bad(
+        job,
+        `not an HTTP/1.x status line: ${JSON.stringify(text.slice(0, Math.min(eol, 60)))}`,
+      )
+    const status = s0 * 100 + s1 * 10 + s2
     const headers: string[] = []
     let te: string | null = null
     let cl = -1
-    let connection = ''
+    let close = false
+    let keepAliveToken = false
     let keepAliveS = -1
-    for (let i = 1; i < lines.length; i++) {
-      const l = lines[i]!
-      const c = l.indexOf(':')
-      if (c <= 0) return this.#bad(job, `header line without a name: ${JSON.stringify(l.slice(0, 60))}`)
-      const name = l.slice(0, c)
-      if (!TOKEN.test(name)) return this.#bad(job, `bad header name ${JSON.stringify(name.slice(0, 60))}`)
-      const value = l.slice(c + 1).trim()
-      if (BAD_VALUE.test(value)) return this.#bad(job, `header ${name} holds a control character`)
-      const k = name.toLowerCase()
+    for (let pos = eol + 2; pos < text.length;) {
+      let end = text.indexOf('\r\n', pos)
+      if (end < 0) end = text.length
+      const c = text.indexOf(':', pos)
+      if (c <= pos || c > end)
+        return this.#bad(
+          job,
+          `header line without a name: ${JSON.stringify(text.slice(pos, Math.min(end, pos + 60)))}`,
+        )
+      for (let j = pos; j < c; j++) {
+        const ch = text.charCodeAt(j)
+        if (ch > 127 || TOKEN_CHARS[ch] === 0)
+          return this.#bad(job, `bad header name ${JSON.stringify(text.slice(pos, Math.min(c, pos + 60)))}`)
+      }
+      // Optional whitespace (space, tab) around the value is not part of it.
+      let vs = c + 1
+      let ve = end
+      while (vs < ve && (text.charCodeAt(vs) === 32 || text.charCodeAt(vs) === 9)) vs++
+      while (ve > vs && (text.charCodeAt(ve - 1) === 32 || text.charCodeAt(ve - 1) === 9)) ve--
+      const k = text.slice(pos, c).toLowerCase()
+      const value = text.slice(vs, ve)
+      pos = end + 2
       headers.push(k, value)
-      if (k === 'transfer-encoding') te = te === null ? value.toLowerCase() : `${te}, ${value.toLowerCase()}`
-      else if (k === 'content-length') {
-        // One length, digits only: a list or a second header (even an equal one) is refused, as llhttp does.
-        if (cl >= 0) return this.#bad(job, 'more than one content-length header')
-        if (!/^\d{1,15}$/.test(value))
-          return this.#bad(job, `bad content-length ${JSON.stringify(value.slice(0, 40))}`)
-        cl = Number(value)
-      } else if (k === 'connection') connection += `${value.toLowerCase()},`
-      else if (k === 'keep-alive') {
-        const t = /(?:^|[,;\s])timeout=(\d{1,6})/i.exec(value)
-        if (t) keepAliveS = Number(t[1])
+      switch (k.length) {
+        case 17:
+          if (k === 'transfer-encoding')
+            te = te === null ? value.toLowerCase() : `${te}, ${value.toLowerCase()}`
+          break
+        case 14:
+          if (k === 'content-length') {
+            // One length, digits only: a list or a second header (even an equal one) is refused, as llhttp does.
+            if (cl >= 0) return this.#bad(job, 'more than one content-length header')
+            cl = digits(value)
+            if (cl < 0) return this.#bad(job, `bad content-length ${JSON.stringify(value.slice(0, 40))}`)
+          }
+          break
+        case 10:
+          if (k === 'connection') {
+            const v = value.toLowerCase()
+            if (v === 'keep-alive') keepAliveToken = true
+            else if (v === 'close') close = true
+            else
+              for (const t of v.split(',')) {
+                const token = t.trim()
+                if (token === 'close') close = true
+                else if (token === 'keep-alive') keepAliveToken = true
+              }
+          } else if (k === 'keep-alive') {
+            const t = value.startsWith('timeout=') ? digits(value.slice(8)) : -1
+            if (t >= 0) keepAliveS = t
+            else {
+              const m = /(?:^|[,;\s])timeout=(\d{1,6})/i.exec(value)
+              if (m) keepAliveS = Number(m[1])
+            }
+          }
       }
     }
     if (status >= 100 && status < 200) return status
     this.status = status
-    this.keepAlive =
-      m[1] === '1' ? !/(?:^|[\s,])close\s*,/.test(connection) : /(?:^|[\s,])keep-alive\s*,/.test(connection)
+    // HTTP/1.1 keeps the connection unless it says close; HTTP/1.0 only when it says keep-alive.
+    this.keepAlive = minor === 49 ? !close : keepAliveToken && !close
     const idleMs = this.pool.opts.idleTimeoutMs ?? 4000
     // Idle no longer than the upstream keeps the connection, less a second for the race; none left: not reused.
     this.idleUntil = keepAliveS >= 0 ? Math.min(idleMs, keepAliveS * 1000 - 1000) : idleMs
