@@ -18,8 +18,11 @@ export interface UpstreamHandler {
   onRequestStart(ctl: UpstreamControl): void
   /** Response headers as a flat [lowercase name, value, …] list, duplicates kept in order. */
   onResponseStart(ctl: UpstreamControl, status: number, headers: string[]): void
-  /** A piece of the response body (chunked framing removed); valid only during the call. */
-  onResponseData(ctl: UpstreamControl, chunk: Buffer): void
+  /**
+   * A piece of the response body (chunked framing removed). `last`: the body ends with this piece (known for a
+   * body with a length; `onResponseEnd` follows at once).
+   */
+  onResponseData(ctl: UpstreamControl, chunk: Buffer, last: boolean): void
   onResponseEnd(): void
   /** Called at most once, and never after `onResponseEnd`; `err.code` says why. */
   onResponseError(ctl: UpstreamControl | null, err: UpstreamError): void
@@ -473,18 +476,22 @@ class Conn {
         if (n <= 0) return
         if (n < this.remaining) {
           this.remaining -= n
-          job.handler.onResponseData(job, off === 0 ? d : d.subarray(off))
+          job.handler.onResponseData(job, off === 0 ? d : d.subarray(off), false)
           return
         }
         const take = this.remaining
         this.remaining = 0
         if (n > take) this.keepAlive = false
-        job.handler.onResponseData(job, d.subarray(off, off + take))
+        job.handler.onResponseData(
+          job,
+          off === 0 && take === d.length ? d : d.subarray(off, off + take),
+          true,
+        )
         if (!job.done && this.job === job) this.#complete(job)
         return
       }
       case Body.UntilClose:
-        if (off < d.length) job.handler.onResponseData(job, off === 0 ? d : d.subarray(off))
+        if (off < d.length) job.handler.onResponseData(job, off === 0 ? d : d.subarray(off), false)
         return
       case Body.Chunked:
         this.#readChunked(job, d, off)
@@ -502,7 +509,7 @@ class Conn {
           if (this.remaining === 0) this.chunk = Chunk.DataEnd
           const piece = d.subarray(i, i + n)
           i += n
-          job.handler.onResponseData(job, piece)
+          job.handler.onResponseData(job, piece, false)
           break
         }
         case Chunk.Size:

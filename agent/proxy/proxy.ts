@@ -226,6 +226,8 @@ class Exchange implements UpstreamHandler {
   queuedMs = 0
   events = 0
   usageTokens = -1
+  /** The body's last piece, written by `onResponseEnd` with the end of the response. */
+  tail: Buffer | null = null
   sse = false
   status = 0
   model: string | null = null
@@ -281,7 +283,7 @@ class Exchange implements UpstreamHandler {
     if (this.sse) this.res.flushHeaders()
   }
 
-  onResponseData(controller: UpstreamControl, chunk: Buffer): void {
+  onResponseData(controller: UpstreamControl, chunk: Buffer, last: boolean): void {
     if (this.done) return
     const now = this.proxy.now()
     if (this.tFirstByte < 0) this.tFirstByte = now
@@ -292,6 +294,11 @@ class Exchange implements UpstreamHandler {
         const m = COMPLETION_TOKENS.exec(chunk.toString('latin1', i, i + 40))
         if (m) this.usageTokens = Number(m[1])
       }
+    }
+    // The body's last piece goes out with the end of the response (one write to the client for a small body).
+    if (last) {
+      this.tail = chunk
+      return
     }
     if (!this.res.write(chunk)) {
       controller.pause()
@@ -321,7 +328,10 @@ class Exchange implements UpstreamHandler {
 
   onResponseEnd(): void {
     if (this.done) return
-    this.res.end()
+    const tail = this.tail
+    this.tail = null
+    if (tail !== null) this.res.end(tail)
+    else this.res.end()
     const status = this.status
     this.finish(status >= 500 ? 'error' : 'ok', status >= 500 ? `http_${status}` : undefined)
   }
