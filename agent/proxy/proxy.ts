@@ -784,8 +784,8 @@ class ProxyImpl implements Proxy {
 
 /**
  * Makes the agent's inline proxy (not yet listening): HTTP/1.1 keep-alive in front, pooled keep-alive
- * connections behind (h1-client.ts), bodies and event streams forwarded as they arrive, each request measured (queue,
- * network, ttft, tpot, total, status, output tokens) and admitted per priority class.
+ * connections behind (h1-client.ts), bodies and event streams forwarded as they arrive, each request
+ * measured (queue, network, ttft, tpot, total, status, output tokens) and admitted per priority class.
  *
  * @example
  * ```ts
