@@ -562,7 +562,7 @@ class Conn {
     job.conn = null
     job.done = true
     if (job.paused) this.socket.resume()
-    if (this.keepAlive && !this.dead && !this.pool.closing) this.pool.idle(this)
+    if (this.keepAlive && !this.dead) this.pool.idle(this)
     else this.kill()
     job.handler.onResponseEnd()
   }
@@ -766,7 +766,12 @@ export class H1Pool {
     if (i >= 0) this.#free.splice(i, 1)
     // A working connection went away while requests wait: they need another.
     if (c.connected) this.#openIfWanted()
-    if (this.#closed !== null && this.#conns.size === 0) this.#closed()
+    if (this.#closed !== null && this.#conns.size === 0) {
+      // Closing, and no connection left to serve what still waits: that fails rather than waits forever.
+      const err = upstreamError(POOL_CLOSED, 'upstream removed')
+      for (const j of this.#queue.splice(0)) j.fail(err)
+      this.#closed()
+    }
   }
 
   requeue(job: Job): void {
@@ -779,11 +784,15 @@ export class H1Pool {
     if (i >= 0) this.#queue.splice(i, 1)
   }
 
-  /** Takes no new requests, lets those running finish, then closes every connection. */
+  /** Takes no new requests, lets those running or waiting finish, then closes every connection. */
   close(): Promise<void> {
     this.closing = true
     for (const c of this.#free.splice(0)) c.kill()
-    if (this.#conns.size === 0) return Promise.resolve()
+    if (this.#conns.size === 0) {
+      const err = upstreamError(POOL_CLOSED, 'upstream removed')
+      for (const j of this.#queue.splice(0)) j.fail(err)
+      return Promise.resolve()
+    }
     return new Promise((r) => (this.#closed = r))
   }
 

@@ -425,4 +425,17 @@ describe('proxy upstream client (h1-client) against undici', () => {
     await pool.close()
     expect(pool.size).toBe(0)
   })
+
+  it('close() lets running and waiting requests finish, then refuses new ones', async () => {
+    const up = await rawUpstream((n) => [50, `${HEAD}Content-Length: 1\r\n\r\n${n}`])
+    const pool = new H1Pool(up.url, { ...OPTS, connections: 1 })
+    closers.push(() => pool.destroy())
+    const both = [viaH1(pool), viaH1(pool)]
+    await new Promise((r) => setTimeout(r, 10))
+    const closed = pool.close()
+    expect((await Promise.all(both)).map((o) => o.body)).toEqual(['0', '1'])
+    await closed
+    expect(pool.size).toBe(0)
+    expect((await viaH1(pool)).error).toBe('TG_UPSTREAM_POOL_CLOSED')
+  })
 })
