@@ -188,7 +188,6 @@ class Conn {
   // Response parser state.
   head: Buffer | null = null
   headLen = 0
-  status = 0
   keepAlive = true
   body = Body.None
   remaining = 0
@@ -218,7 +217,6 @@ class Conn {
     this.uses++
     this.head = null
     this.headLen = 0
-    this.status = 0
     this.headersDone = false
     this.keepAlive = true
     this.setTimeout(this.pool.opts.headersTimeoutMs)
@@ -433,7 +431,6 @@ class Conn {
       }
     }
     if (status >= 100 && status < 200) return status
-    this.status = status
     // HTTP/1.1 keeps the connection unless it says close; HTTP/1.0 only when it says keep-alive.
     this.keepAlive = minor === 49 ? !close : keepAliveToken && !close
     const idleMs = this.pool.opts.idleTimeoutMs ?? 4000
