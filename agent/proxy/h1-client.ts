@@ -80,7 +80,6 @@ export interface H1PoolOptions {
 const MAX_HEAD_BYTES = 64 * 1024
 /** Longest chunk-size line (size, extensions) or trailer section in a chunked response. */
 const MAX_CHUNK_LINE = 4096
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const BAD_VALUE = /[\0\r\n]/
 /** A response head may hold CRLF line ends only: no NUL, no CR or LF alone. */
 const BAD_HEAD = /\0|\r(?!\n)|(?<!\r)\n/
@@ -88,6 +87,16 @@ const BAD_HEAD = /\0|\r(?!\n)|(?<!\r)\n/
 const TOKEN_CHARS = new Uint8Array(128)
 for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
   TOKEN_CHARS[ch.charCodeAt(0)] = 1
+
+/** True when `s` from `from` to `to` (exclusive) is a non-empty HTTP token (a header name). */
+function isToken(s: string, from: number, to: number): boolean {
+  if (to <= from) return false
+  for (let j = from; j < to; j++) {
+    const ch = s.charCodeAt(j)
+    if (ch > 127 || TOKEN_CHARS[ch] === 0) return false
+  }
+  return true
+}
 
 /** The value of a string of 1 to 15 decimal digits, or -1 for anything else. */
 function digits(s: string): number {
@@ -186,8 +195,10 @@ class Conn {
   /** The socket's current inactivity timeout (set only when it changes). */
   timeoutMs = 0
   // Response parser state.
+  /** The start of a response head that has not ended yet. */
   head: Buffer | null = null
-  headLen = 0
+  /** The complete head's headers, from #parseHead to onResponseStart. */
+  pendingHeaders: string[] | null = null
   keepAlive = true
   body = Body.None
   remaining = 0
@@ -201,7 +212,7 @@ class Conn {
     socket: Socket,
   ) {
     this.socket = socket
-    this.idleUntil = pool.opts.idleTimeoutMs ?? 4000
+    this.idleUntil = pool.idleMs
     socket.setNoDelay(true)
     socket.on('data', this.#onData)
     socket.on('end', () => this.#ended())
@@ -216,7 +227,6 @@ class Conn {
     job.conn = this
     this.uses++
     this.head = null
-    this.headLen = 0
     this.headersDone = false
     this.keepAlive = true
     this.setTimeout(this.pool.opts.headersTimeoutMs)
@@ -231,7 +241,7 @@ class Conn {
     for (let i = 0; i < h.length; i += 2) {
       const k = h[i]!
       const v = h[i + 1]!
-      if (BAD_VALUE.test(v) || !TOKEN.test(k)) {
+      if (BAD_VALUE.test(v) || !isToken(k, 0, k.length)) {
         job.abort(upstreamError(BAD_REQUEST, `request header ${JSON.stringify(k)} cannot be sent upstream`))
         return
       }
@@ -295,8 +305,8 @@ class Conn {
     let buf = d
     let from = 0
     if (this.head !== null) {
-      from = Math.max(0, this.headLen - 3)
-      buf = Buffer.concat([this.head.subarray(0, this.headLen), d])
+      from = Math.max(0, this.head.length - 3)
+      buf = Buffer.concat([this.head, d])
     }
     for (;;) {
       const end = buf.indexOf('\r\n\r\n', from, 'latin1')
@@ -306,7 +316,6 @@ class Conn {
           return -1
         }
         this.head = Buffer.from(buf)
-        this.headLen = buf.length
         return -1
       }
       if (end > MAX_HEAD_BYTES) {
@@ -327,7 +336,6 @@ class Conn {
         continue
       }
       this.head = null
-      this.headLen = 0
       this.headersDone = true
       this.setTimeout(this.pool.opts.bodyTimeoutMs)
       job.handler.onResponseStart(job, status, this.pendingHeaders!)
@@ -341,8 +349,6 @@ class Conn {
       return next
     }
   }
-
-  pendingHeaders: string[] | null = null
 
   /** Parses one response head; returns its status, or -1 after failing the job. */
   #parseHead(job: Job, text: string): number {
@@ -382,11 +388,8 @@ class Conn {
           job,
           `header line without a name: ${JSON.stringify(text.slice(pos, Math.min(end, pos + 60)))}`,
         )
-      for (let j = pos; j < c; j++) {
-        const ch = text.charCodeAt(j)
-        if (ch > 127 || TOKEN_CHARS[ch] === 0)
-          return this.#bad(job, `bad header name ${JSON.stringify(text.slice(pos, Math.min(c, pos + 60)))}`)
-      }
+      if (!isToken(text, pos, c))
+        return this.#bad(job, `bad header name ${JSON.stringify(text.slice(pos, Math.min(c, pos + 60)))}`)
       // Optional whitespace (space, tab) around the value is not part of it.
       let vs = c + 1
       let ve = end
@@ -433,7 +436,7 @@ class Conn {
     if (status >= 100 && status < 200) return status
     // HTTP/1.1 keeps the connection unless it says close; HTTP/1.0 only when it says keep-alive.
     this.keepAlive = minor === 49 ? !close : keepAliveToken && !close
-    const idleMs = this.pool.opts.idleTimeoutMs ?? 4000
+    const idleMs = this.pool.idleMs
     // Idle no longer than the upstream keeps the connection, less a second for the race; none left: not reused.
     this.idleUntil = keepAliveS >= 0 ? Math.min(idleMs, keepAliveS * 1000 - 1000) : idleMs
     if (this.idleUntil <= 0) this.keepAlive = false
@@ -647,6 +650,8 @@ class Conn {
  */
 export class H1Pool {
   readonly host: string
+  /** How long a connection may stay idle (`opts.idleTimeoutMs`, 4 s by default). */
+  readonly idleMs: number
   readonly #port: number
   readonly #hostname: string
   readonly #tls: boolean
@@ -664,6 +669,7 @@ export class H1Pool {
     const u = new URL(origin)
     this.#tls = u.protocol === 'https:'
     this.host = u.host
+    this.idleMs = opts.idleTimeoutMs ?? 4000
     this.#hostname = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname
     this.#port = u.port !== '' ? Number(u.port) : this.#tls ? 443 : 80
   }
