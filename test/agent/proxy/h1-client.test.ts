@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
@@ -11,6 +10,7 @@ import type { Dispatcher } from 'undici'
 import { afterEach, describe, expect, it } from 'vitest'
 import { BAD_RESPONSE, H1Pool, HEADERS_TIMEOUT } from '../../../agent/proxy/h1-client.js'
 import type { UpstreamControl, UpstreamError, UpstreamHandler } from '../../../agent/proxy/h1-client.js'
+import { selfSigned } from '../../helpers/tls.js'
 
 // The proxy's upstream client against undici, the client it replaced and keeps as the reference: the same raw
 // upstream answers go through both, and both must agree on status, headers, body and whether it failed.
@@ -71,7 +71,13 @@ function add(h: Record<string, string[]>, k: string, v: string): void {
   ;(h[k] ??= []).push(v)
 }
 
-function viaH1(pool: H1Pool, method = 'GET', path = '/'): Promise<Outcome> {
+function viaH1(
+  pool: H1Pool,
+  method = 'GET',
+  path = '/',
+  headers: string[] = [],
+  body: AsyncIterable<Buffer> | null = null,
+): Promise<Outcome> {
   return new Promise((resolve) => {
     const out: Outcome = { status: 0, headers: {}, body: '', error: null }
     const handler: UpstreamHandler = {
@@ -91,7 +97,7 @@ function viaH1(pool: H1Pool, method = 'GET', path = '/'): Promise<Outcome> {
         resolve(out)
       },
     }
-    pool.dispatch({ method, path, headers: [], body: null }, handler)
+    pool.dispatch({ method, path, headers, body }, handler)
   })
 }
 
@@ -294,49 +300,21 @@ describe('proxy upstream client (h1-client) against undici', () => {
     async function* body() {
       for (let i = 0; i < 16; i++) yield MB
     }
-    const send = (headers: string[]) =>
-      new Promise<string>((resolve, reject) => {
-        let text = ''
-        pool.dispatch(
-          { method: 'POST', path: '/', headers, body: body() },
-          {
-            onRequestStart() {},
-            onResponseStart() {},
-            onResponseData: (_c, chunk) => (text += chunk.toString()),
-            onResponseEnd: () => resolve(text),
-            onResponseError: (_c, err) => reject(err),
-          },
-        )
-      })
-    expect(await send(['content-length', String(16 << 20)])).toBe(`${16 << 20} ${16 << 20}`)
-    expect(await send([])).toBe(`${16 << 20} chunked`)
+    const sized = await viaH1(pool, 'POST', '/', ['content-length', String(16 << 20)], body())
+    expect(sized).toMatchObject({ error: null, body: `${16 << 20} ${16 << 20}` })
+    expect(await viaH1(pool, 'POST', '/', [], body())).toMatchObject({
+      error: null,
+      body: `${16 << 20} chunked`,
+    })
     expect(pool.size).toBe(1)
   })
 
   it('speaks TLS to an https upstream and checks its certificate', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-h1-tls-'))
     closers.push(() => rmSync(dir, { recursive: true, force: true }))
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        'k.pem',
-        '-out',
-        'c.pem',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-      ],
-      { cwd: dir, stdio: 'ignore', input: '' },
-    )
+    selfSigned(dir, 'server', 'localhost')
     const server = createHttpsServer(
-      { key: readFileSync(join(dir, 'k.pem')), cert: readFileSync(join(dir, 'c.pem')) },
+      { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.crt')) },
       (_req, res) => res.end('secret'),
     )
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

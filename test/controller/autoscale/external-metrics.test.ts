@@ -13,6 +13,7 @@ import {
 } from '../../../controller/index.js'
 import { packageRoot } from '../../../collector/index.js'
 import { recommendation } from './fixtures.js'
+import { selfSigned } from '../../helpers/tls.js'
 
 const TOKEN = 'hpa-read-token-0123456789'
 const recorded = (name: string) =>
@@ -129,21 +130,7 @@ describe('Kubernetes external metrics API', () => {
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'tg-extm-'))
       const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' })
-      ssl(
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        'ca.key',
-        '-out',
-        'ca.crt',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=test-ca',
-      )
+      selfSigned(dir, 'ca', 'test-ca')
       for (const name of ['server', 'client']) {
         ssl(
           'req',
