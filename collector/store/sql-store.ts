@@ -94,6 +94,12 @@ interface PreparedReport {
   readonly serviceCounts: ReadonlyArray<readonly [string, CountColumns]>
 }
 
+/** The earliest and latest time a batch's reports saw one series. */
+interface SeenRange {
+  firstMs: number
+  lastMs: number
+}
+
 interface WaitingReport {
   readonly prepared: PreparedReport
   readonly resolve: (outcome: IngestOutcome) => void
@@ -339,58 +345,58 @@ class SqlStore implements Store {
     }
   }
 
-  /** Writes prepared reports in one transaction; a report already stored (same agent instance and seq) is a duplicate. */
+  /**
+   * Writes prepared reports in one transaction; a report already stored (same agent instance and seq) is a
+   * duplicate. Rows that other transactions may also write are taken in one order by every transaction, so
+   * concurrent writers (PostgreSQL: several per collector, and other collectors) queue on each other instead of
+   * deadlocking: first every report's dedupe key (by agent instance and seq), then the series (upserts by label
+   * key, refreshes by id), then GPUs (by node, then key); everything after is new rows only.
+   */
   async #commitReports(batch: readonly PreparedReport[]): Promise<IngestOutcome[]> {
-    let upserted: Array<Map<string, number>> = []
-    let refreshed: string[][] = []
+    let seen = new Map<string, SeenRange>()
+    let upserted = new Map<string, number>()
+    let refreshed: string[] = []
     let written = 0
     const outcomes = await this.#retrying(() =>
       this.#db.transaction().execute(async (trx): Promise<IngestOutcome[]> => {
-        upserted = batch.map(() => new Map())
-        refreshed = batch.map(() => [])
-        const out: IngestOutcome[] = []
+        const out = await insertReportKeys(trx, batch)
+        const stored = batch.filter((_, i) => out[i]!.kind === 'stored')
+        // Series: each key once for the batch, seen from the earliest to the latest report that holds it.
+        // last_seen_ms is kept to within one finest step: a series seen less than that before is not touched
+        // again, unless a report is older than anything seen (a backfill from a spool). A known series only moves
+        // its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than the upsert's probe of the
+        // five-label unique index. New series and backfills take the upsert.
+        seen = new Map()
+        const unknown = new Map<string, SeriesLabels>()
+        for (const p of stored)
+          for (const [key, labels] of p.labelsByKey) {
+            const range = seen.get(key)
+            if (range === undefined) seen.set(key, { firstMs: p.seenMs, lastMs: p.seenMs })
+            else if (p.seenMs < range.firstMs) range.firstMs = p.seenMs
+            else if (p.seenMs > range.lastMs) range.lastMs = p.seenMs
+            const cached = this.#seriesCache.get(key)
+            if (cached === undefined || p.seenMs < cached.firstMs) unknown.set(key, labels)
+          }
+        refreshed = []
+        for (const [key, range] of seen) {
+          if (unknown.has(key)) continue
+          const cached = this.#seriesCache.get(key)!
+          if (range.lastMs > cached.seenMs + this.#finestMs) refreshed.push(key)
+        }
+        upserted = await this.#upsertSeries(trx, unknown, seen)
+        await refreshSeries(
+          trx,
+          refreshed.map((key) => [this.#seriesCache.get(key)!.id, seen.get(key)!.lastMs]),
+        )
+        const idOfKey = (key: string): number => upserted.get(key) ?? this.#seriesCache.get(key)!.id
+        for (const p of [...stored].sort((a, b) => byText(a.report.agent.node, b.report.agent.node)))
+          await ingestGpus(trx, p.report, p.receivedAtMs, this.#finestMs)
         const pack: Array<RowOf<'tg_pack'>> = []
         let packedRows = 0
         const serviceHist: Array<RowOf<'tg_hist_service'>> = []
         const serviceCount: Array<RowOf<'tg_count_service'>> = []
         const signals: ReturnType<typeof signalRows> = { signals: [], buckets: [] }
-        for (const [i, p] of batch.entries()) {
-          const fresh = await trx
-            .insertInto('tg_report')
-            .values({
-              agent_instance: p.report.agent.instance,
-              seq: p.report.seq,
-              interval_start_ms: p.report.intervalStartMs,
-              received_at_ms: p.receivedAtMs,
-            })
-            .onConflict((oc) => oc.columns(['agent_instance', 'seq']).doNothing())
-            .returning('seq')
-            .execute()
-          if (fresh.length === 0) {
-            out.push({ kind: 'duplicate' })
-            continue
-          }
-          out.push({ kind: 'stored' })
-          await ingestGpus(trx, p.report, p.receivedAtMs, this.#finestMs)
-          if (p.labelsByKey.size === 0) continue
-          // last_seen_ms is kept to within one finest step: a series seen less than that before is not
-          // touched again, unless the report is older than anything seen (a backfill from a spool).
-          // A known series only moves its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than
-          // the upsert's probe of the five-label unique index. New series and backfills take the upsert (a series
-          // new to two reports of one batch is upserted twice: the second finds the first's row).
-          const unknown: Array<[string, SeriesLabels]> = []
-          for (const entry of p.labelsByKey) {
-            const cached = this.#seriesCache.get(entry[0])
-            if (cached === undefined || p.seenMs < cached.firstMs) unknown.push(entry)
-            else if (p.seenMs > cached.seenMs + this.#finestMs) refreshed[i]!.push(entry[0])
-          }
-          const ids = (upserted[i] = await this.#upsertSeries(trx, unknown, p.seenMs))
-          await refreshSeries(
-            trx,
-            refreshed[i]!.map((key) => this.#seriesCache.get(key)!.id),
-            p.seenMs,
-          )
-          const idOfKey = (key: string): number => ids.get(key) ?? this.#seriesCache.get(key)!.id
+        for (const p of stored) {
           // Rows as literals of one shape (not spreads of a shared base): cheaper to build and to read back.
           const stepMs = this.#finestMs
           const bucketMs = p.bucketMs
@@ -448,38 +454,44 @@ class SqlStore implements Store {
         return out
       }),
     )
-    // Only after the commit: a rolled-back insert must not leave an id behind.
-    batch.forEach((p, i) => {
-      for (const key of refreshed[i]!) {
-        const cached = this.#seriesCache.get(key)!
-        if (p.seenMs > cached.seenMs) this.#seriesCache.set(key, { ...cached, seenMs: p.seenMs })
-      }
-      for (const [key, id] of upserted[i]!)
-        this.#seriesCache.set(key, {
-          id,
-          seenMs: Math.max(p.seenMs, this.#seriesCache.get(key)?.seenMs ?? 0),
-          firstMs: Math.min(p.seenMs, this.#seriesCache.get(key)?.firstMs ?? Infinity),
-        })
-    })
+    // Only after the commit: a rolled-back insert must not leave an id behind. Only what was written moves the
+    // cache (a series not refreshed keeps the last-seen time the database holds).
+    for (const key of refreshed) {
+      const cached = this.#seriesCache.get(key)!
+      this.#seriesCache.set(key, { ...cached, seenMs: Math.max(cached.seenMs, seen.get(key)!.lastMs) })
+    }
+    for (const [key, id] of upserted) {
+      const cached = this.#seriesCache.get(key)
+      const range = seen.get(key)!
+      this.#seriesCache.set(key, {
+        id,
+        seenMs: Math.max(range.lastMs, cached?.seenMs ?? 0),
+        firstMs: Math.min(range.firstMs, cached?.firstMs ?? Infinity),
+      })
+    }
     this.#wrote(written)
     return outcomes
   }
 
-  /** Upserts label sets (in sorted order, so concurrent transactions lock rows in one order) and returns their ids. */
+  /**
+   * Upserts label sets (in key order, so concurrent transactions lock rows in one order), each seen over its
+   * range, and returns their ids.
+   */
   async #upsertSeries(
     db: Db,
-    labels: ReadonlyArray<readonly [key: string, labels: SeriesLabels]>,
-    seenMs: number,
+    labels: ReadonlyMap<string, SeriesLabels>,
+    seen: ReadonlyMap<string, SeenRange>,
   ): Promise<Map<string, number>> {
-    const sorted = [...labels].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, l]) => l)
+    const sorted = [...labels].sort((a, b) => byText(a[0], b[0]))
     const ids = new Map<string, number>()
     for (let i = 0; i < sorted.length; i += INSERT_CHUNK_ROWS) {
       const rows = await db
         .insertInto('tg_series')
         .values(
-          sorted
-            .slice(i, i + INSERT_CHUNK_ROWS)
-            .map((l) => ({ ...l, first_seen_ms: seenMs, last_seen_ms: seenMs })),
+          sorted.slice(i, i + INSERT_CHUNK_ROWS).map(([key, l]) => {
+            const range = seen.get(key)!
+            return { ...l, first_seen_ms: range.firstMs, last_seen_ms: range.lastMs }
+          }),
         )
         .onConflict((oc) =>
           oc.columns(['service', 'model', 'version', 'replica', 'node']).doUpdateSet({
@@ -498,7 +510,11 @@ class SqlStore implements Store {
   async seriesId(labels: SeriesLabels, seenMs: number): Promise<number> {
     const picked = pickLabels(labels)
     const key = seriesKey(picked)
-    const ids = await this.#upsertSeries(this.#db, [[key, picked]], seenMs)
+    const ids = await this.#upsertSeries(
+      this.#db,
+      new Map([[key, picked]]),
+      new Map([[key, { firstMs: seenMs, lastMs: seenMs }]]),
+    )
     return ids.get(key)!
   }
 
@@ -1501,26 +1517,75 @@ class Merge<K extends readonly [string | number, string, ...number[]]> {
 }
 
 /**
- * Moves `last_seen_ms` of known series forward to `seenMs` (never back), in id order so that concurrent
- * transactions lock rows in one order.
+ * Moves `last_seen_ms` of known series forward, each to its own time (never back), in id order so that
+ * concurrent transactions lock rows in one order.
  */
-async function refreshSeries(db: Db, ids: readonly number[], seenMs: number): Promise<void> {
-  const sorted = [...ids].sort((a, b) => a - b)
-  if (sorted.length === 0) return
-  // PostgreSQL: one statement with the ids as one array (20 statements of 500 parameters cost 2-3x as much).
+async function refreshSeries(
+  db: Db,
+  rows: ReadonlyArray<readonly [id: number, seenMs: number]>,
+): Promise<void> {
+  if (rows.length === 0) return
+  const sorted = [...rows].sort((a, b) => a[0] - b[0])
+  // PostgreSQL: one statement with ids and times as two arrays (20 statements of 500 parameters cost 2-3x as much).
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    await sql`update tg_series set last_seen_ms = ${seenMs} where id = any(${sorted}::integer[]) and last_seen_ms < ${seenMs}`.execute(
-      db,
-    )
+    await sql`update tg_series set last_seen_ms = v.seen_ms
+      from unnest(${sorted.map((r) => r[0])}::integer[], ${sorted.map((r) => r[1])}::bigint[]) as v(id, seen_ms)
+      where tg_series.id = v.id and tg_series.last_seen_ms < v.seen_ms`.execute(db)
     return
   }
-  for (let i = 0; i < sorted.length; i += INSERT_CHUNK_ROWS)
-    await db
-      .updateTable('tg_series')
-      .set({ last_seen_ms: seenMs })
-      .where('id', 'in', sorted.slice(i, i + INSERT_CHUNK_ROWS))
-      .where('last_seen_ms', '<', seenMs)
+  // SQLite (one writer, no lock order to keep): one statement per time, the reports of a batch share few.
+  const byTime = new Map<number, number[]>()
+  for (const [id, seenMs] of sorted) {
+    const ids = byTime.get(seenMs)
+    if (ids) ids.push(id)
+    else byTime.set(seenMs, [id])
+  }
+  for (const [seenMs, ids] of byTime)
+    for (let i = 0; i < ids.length; i += INSERT_CHUNK_ROWS)
+      await db
+        .updateTable('tg_series')
+        .set({ last_seen_ms: seenMs })
+        .where('id', 'in', ids.slice(i, i + INSERT_CHUNK_ROWS))
+        .where('last_seen_ms', '<', seenMs)
+        .execute()
+}
+
+/**
+ * Inserts the dedupe key (agent instance, seq) of each report of a batch, in key order, and tells which are new:
+ * `duplicate` for a key already stored, by another transaction or by an earlier copy in this batch (the first
+ * copy to arrive is the one stored).
+ */
+async function insertReportKeys(trx: Db, batch: readonly PreparedReport[]): Promise<IngestOutcome[]> {
+  const order = batch
+    .map((p, i) => i)
+    .sort(
+      (i, j) =>
+        byText(batch[i]!.report.agent.instance, batch[j]!.report.agent.instance) ||
+        batch[i]!.report.seq - batch[j]!.report.seq ||
+        i - j,
+    )
+  const out = new Array<IngestOutcome>(batch.length)
+  for (const i of order) {
+    const p = batch[i]!
+    const fresh = await trx
+      .insertInto('tg_report')
+      .values({
+        agent_instance: p.report.agent.instance,
+        seq: p.report.seq,
+        interval_start_ms: p.report.intervalStartMs,
+        received_at_ms: p.receivedAtMs,
+      })
+      .onConflict((oc) => oc.columns(['agent_instance', 'seq']).doNothing())
+      .returning('seq')
       .execute()
+    out[i] = fresh.length === 0 ? { kind: 'duplicate' } : { kind: 'stored' }
+  }
+  return out
+}
+
+/** Code-unit order of two strings (a sort's comparator). */
+function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
 }
 
 /**
