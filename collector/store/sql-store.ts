@@ -353,7 +353,7 @@ class SqlStore implements Store {
    * key, refreshes by id), then GPUs (by node, then key); everything after is new rows only.
    */
   async #commitReports(batch: readonly PreparedReport[]): Promise<IngestOutcome[]> {
-    let seen = new Map<string, SeenRange>()
+    let seenOf: (key: string) => SeenRange = () => ({ firstMs: 0, lastMs: 0 })
     let upserted = new Map<string, number>()
     let refreshed: string[] = []
     let written = 0
@@ -361,32 +361,17 @@ class SqlStore implements Store {
       this.#db.transaction().execute(async (trx): Promise<IngestOutcome[]> => {
         const out = await insertReportKeys(trx, batch)
         const stored = batch.filter((_, i) => out[i]!.kind === 'stored')
-        // Series: each key once for the batch, seen from the earliest to the latest report that holds it.
-        // last_seen_ms is kept to within one finest step: a series seen less than that before is not touched
-        // again, unless a report is older than anything seen (a backfill from a spool). A known series only moves
-        // its last_seen_ms forward: an UPDATE by id (in id order), far cheaper than the upsert's probe of the
-        // five-label unique index. New series and backfills take the upsert.
-        seen = new Map()
-        const unknown = new Map<string, SeriesLabels>()
-        for (const p of stored)
-          for (const [key, labels] of p.labelsByKey) {
-            const range = seen.get(key)
-            if (range === undefined) seen.set(key, { firstMs: p.seenMs, lastMs: p.seenMs })
-            else if (p.seenMs < range.firstMs) range.firstMs = p.seenMs
-            else if (p.seenMs > range.lastMs) range.lastMs = p.seenMs
-            const cached = this.#seriesCache.get(key)
-            if (cached === undefined || p.seenMs < cached.firstMs) unknown.set(key, labels)
-          }
-        refreshed = []
-        for (const [key, range] of seen) {
-          if (unknown.has(key)) continue
-          const cached = this.#seriesCache.get(key)!
-          if (range.lastMs > cached.seenMs + this.#finestMs) refreshed.push(key)
-        }
-        upserted = await this.#upsertSeries(trx, unknown, seen)
+        // Series: last_seen_ms is kept to within one finest step. A known series only moves its last_seen_ms
+        // forward: an UPDATE by id (in id order), far cheaper than the upsert's probe of the five-label unique
+        // index. New series and backfills take the upsert.
+        const series = this.#classify(stored)
+        seenOf = series.seenOf
+        refreshed = series.refreshed
+        const unknown = series.unknown
+        upserted = await this.#upsertSeries(trx, unknown, seenOf)
         await refreshSeries(
           trx,
-          refreshed.map((key) => [this.#seriesCache.get(key)!.id, seen.get(key)!.lastMs]),
+          refreshed.map((key) => [this.#seriesCache.get(key)!.id, seenOf(key).lastMs]),
         )
         const idOfKey = (key: string): number => upserted.get(key) ?? this.#seriesCache.get(key)!.id
         for (const p of [...stored].sort((a, b) => byText(a.report.agent.node, b.report.agent.node)))
@@ -458,11 +443,11 @@ class SqlStore implements Store {
     // cache (a series not refreshed keeps the last-seen time the database holds).
     for (const key of refreshed) {
       const cached = this.#seriesCache.get(key)!
-      this.#seriesCache.set(key, { ...cached, seenMs: Math.max(cached.seenMs, seen.get(key)!.lastMs) })
+      this.#seriesCache.set(key, { ...cached, seenMs: Math.max(cached.seenMs, seenOf(key).lastMs) })
     }
     for (const [key, id] of upserted) {
       const cached = this.#seriesCache.get(key)
-      const range = seen.get(key)!
+      const range = seenOf(key)
       this.#seriesCache.set(key, {
         id,
         seenMs: Math.max(range.lastMs, cached?.seenMs ?? 0),
@@ -474,13 +459,53 @@ class SqlStore implements Store {
   }
 
   /**
+   * The series of a batch's stored reports: each key once, seen from the earliest to the latest report that
+   * holds it; those to upsert (new to this process, or a report older than anything seen: a backfill from a
+   * spool) and those whose last_seen_ms moves forward (more than one finest step past what this process wrote).
+   */
+  #classify(stored: readonly PreparedReport[]): {
+    readonly unknown: Map<string, SeriesLabels>
+    readonly refreshed: string[]
+    readonly seenOf: (key: string) => SeenRange
+  } {
+    const unknown = new Map<string, SeriesLabels>()
+    const refreshed: string[] = []
+    const cache = this.#seriesCache
+    const stepMs = this.#finestMs
+    // One report (most batches of large reports): one range for all, no map of ranges to build.
+    if (stored.length === 1) {
+      const p = stored[0]!
+      const range: SeenRange = { firstMs: p.seenMs, lastMs: p.seenMs }
+      for (const [key, labels] of p.labelsByKey) {
+        const cached = cache.get(key)
+        if (cached === undefined || p.seenMs < cached.firstMs) unknown.set(key, labels)
+        else if (p.seenMs > cached.seenMs + stepMs) refreshed.push(key)
+      }
+      return { unknown, refreshed, seenOf: () => range }
+    }
+    const seen = new Map<string, SeenRange>()
+    for (const p of stored)
+      for (const [key, labels] of p.labelsByKey) {
+        const range = seen.get(key)
+        if (range === undefined) seen.set(key, { firstMs: p.seenMs, lastMs: p.seenMs })
+        else if (p.seenMs < range.firstMs) range.firstMs = p.seenMs
+        else if (p.seenMs > range.lastMs) range.lastMs = p.seenMs
+        const cached = cache.get(key)
+        if (cached === undefined || p.seenMs < cached.firstMs) unknown.set(key, labels)
+      }
+    for (const [key, range] of seen)
+      if (!unknown.has(key) && range.lastMs > cache.get(key)!.seenMs + stepMs) refreshed.push(key)
+    return { unknown, refreshed, seenOf: (key) => seen.get(key)! }
+  }
+
+  /**
    * Upserts label sets (in key order, so concurrent transactions lock rows in one order), each seen over its
    * range, and returns their ids.
    */
   async #upsertSeries(
     db: Db,
     labels: ReadonlyMap<string, SeriesLabels>,
-    seen: ReadonlyMap<string, SeenRange>,
+    seenOf: (key: string) => SeenRange,
   ): Promise<Map<string, number>> {
     const sorted = [...labels].sort((a, b) => byText(a[0], b[0]))
     const ids = new Map<string, number>()
@@ -489,7 +514,7 @@ class SqlStore implements Store {
         .insertInto('tg_series')
         .values(
           sorted.slice(i, i + INSERT_CHUNK_ROWS).map(([key, l]) => {
-            const range = seen.get(key)!
+            const range = seenOf(key)
             return { ...l, first_seen_ms: range.firstMs, last_seen_ms: range.lastMs }
           }),
         )
@@ -510,11 +535,10 @@ class SqlStore implements Store {
   async seriesId(labels: SeriesLabels, seenMs: number): Promise<number> {
     const picked = pickLabels(labels)
     const key = seriesKey(picked)
-    const ids = await this.#upsertSeries(
-      this.#db,
-      new Map([[key, picked]]),
-      new Map([[key, { firstMs: seenMs, lastMs: seenMs }]]),
-    )
+    const ids = await this.#upsertSeries(this.#db, new Map([[key, picked]]), () => ({
+      firstMs: seenMs,
+      lastMs: seenMs,
+    }))
     return ids.get(key)!
   }
 

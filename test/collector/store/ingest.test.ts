@@ -131,7 +131,13 @@ for (const dialect of testDialects())
       expect(
         (await db.store.histograms({ replica: 'r3' }, ALL, ['total', 'queue'])).get('queue')!.totalCount,
       ).toBe(5)
-      expect((await db.store.services()).length).toBe(16)
+      const services = await db.store.services()
+      expect(services.length).toBe(16)
+      // A series held by several reports of one transaction is seen from the earliest to the latest of them.
+      expect(services.find((s) => s.service === 'chat' && s.replica === 'r3')).toMatchObject({
+        firstSeenMs: T0 + 5000,
+        lastSeenMs: T0 + 25_000,
+      })
     })
 
     it('writers side by side take rows in one order: no deadlock, whatever order reports and retries come in', async () => {
