@@ -38,11 +38,25 @@ export const PACK_MAX_SERIES = 64
  * packRows(b, (key) => ids.get(key)!) // [{ service: 'chat', min_series_id: 7, …, series_ids: '7', histograms: '{"total":"tgh1.…"}', counts: '[[100,0,0,0,{}]]' }]
  * ```
  */
-export class PackBuilder {
+/**
+ * A report's series of one service as {@link packRows} reads them: plain data (strings, arrays of strings and a
+ * map of them), which a worker thread passes to the writer cheaply (structured clone of strings, no object per
+ * series).
+ */
+export interface PackData {
+  readonly service: string
+  readonly keys: readonly string[]
+  /** Per metric, the series' encoded histograms in the order of `keys` ('' where a series has none). */
+  readonly histograms: ReadonlyMap<Metric, readonly string[]>
+  /** Per series, its {@link PackedCounts} as JSON text. */
+  readonly counts: readonly string[]
+}
+
+export class PackBuilder implements PackData {
   readonly service: string
   readonly keys: string[] = []
   readonly histograms = new Map<Metric, string[]>()
-  readonly counts: PackedCounts[] = []
+  readonly counts: string[] = []
 
   constructor(service: string) {
     this.service = service
@@ -52,7 +66,7 @@ export class PackBuilder {
   add(key: string, histograms: ReadonlyArray<readonly [Metric, string]> | null, counts: PackedCounts): void {
     const at = this.keys.length
     this.keys.push(key)
-    this.counts.push(counts)
+    this.counts.push(countsText(counts))
     if (histograms === null) return
     for (const [metric, encoded] of histograms) {
       let list = this.histograms.get(metric)
@@ -76,7 +90,7 @@ export type PackColumns = Pick<
  * and a query for one replica reads one of them.
  */
 export function packRows(
-  b: PackBuilder,
+  b: PackData,
   idOf: (key: string) => number,
   maxSeries = PACK_MAX_SERIES,
 ): PackColumns[] {
@@ -106,7 +120,7 @@ export function packRows(
  * megabytes of histograms for characters to escape: metric names are identifiers and ingest's check
  * (`checkHistogram` in collector/report) lets only base64 through.
  */
-function histogramsJson(b: PackBuilder, part: readonly number[]): string {
+function histogramsJson(b: PackData, part: readonly number[]): string {
   let out = '{'
   for (const [metric, list] of b.histograms) {
     let items = ''
@@ -116,22 +130,21 @@ function histogramsJson(b: PackBuilder, part: readonly number[]): string {
   return `${out}}`
 }
 
-/** The JSON of the `counts` column for the series at `part`, item by item (what `JSON.stringify` gives, faster). */
-function countsJson(b: PackBuilder, part: readonly number[]): string {
-  let out = '['
-  for (let k = 0; k < part.length; k++) {
-    const c = b.counts[part[k]!]!
-    if (k > 0) out += ','
-    if (c === 0) out += '0'
-    else {
-      let classes = '{}'
-      for (const _ in c[4]) {
-        classes = JSON.stringify(c[4])
-        break
-      }
-      out += `[${c[0]},${c[1]},${c[2]},${c[3]},${classes}]`
-    }
+/** One series' counters as JSON text (what `JSON.stringify` gives, faster). */
+function countsText(c: PackedCounts): string {
+  if (c === 0) return '0'
+  let classes = '{}'
+  for (const _ in c[4]) {
+    classes = JSON.stringify(c[4])
+    break
   }
+  return `[${c[0]},${c[1]},${c[2]},${c[3]},${classes}]`
+}
+
+/** The JSON of the `counts` column for the series at `part`. */
+function countsJson(b: PackData, part: readonly number[]): string {
+  let out = '['
+  for (let k = 0; k < part.length; k++) out += (k === 0 ? '' : ',') + b.counts[part[k]!]!
   return `${out}]`
 }
 

@@ -1,16 +1,17 @@
 import { CompiledQuery, Migrator, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, RawBuilder, SqlBool, Transaction } from 'kysely'
-import { addEncoded, checkHistogram, mergeEncoded } from '../report/histogram.js'
-import type { HistogramCheck } from '../report/histogram.js'
-import { encodeHistogram, isMetric, newHistogram, seriesKey } from '../report/index.js'
+import { addEncoded } from '../report/histogram.js'
+import { newHistogram, seriesKey } from '../report/index.js'
 import type { GpuField, Histogram, IntervalReport, Metric, SeriesLabels } from '../report/index.js'
 import { BadRequest, StoreUnavailable, TailguardError } from '../errors.js'
 import { migrationProvider } from '../../migrations/index.js'
 import { ceilTo, fetchTerms, floorTo, joinSegments, planSegments, rowCounts } from './levels.js'
 import type { FetchTerm, Segment } from './levels.js'
 import { claimGroups } from './rollup.js'
-import { PackBuilder, packRows, unpackCounts, unpackHistograms } from './packs.js'
-import type { PackedCounts } from './packs.js'
+import { Merge } from './merge.js'
+import { packRows, unpackCounts, unpackHistograms } from './packs.js'
+import { labelsOfKey, prepareReport } from './prepare.js'
+import type { PreparedReport } from './prepare.js'
 import { bulkInsertSql, statementSizes } from './sqlite-bulk.js'
 import {
   GPU_RECENT_EVENTS_MS,
@@ -21,14 +22,7 @@ import {
   readGpuSeries,
   rollUpGpuStats,
 } from './gpu-store.js'
-import {
-  buildSignalSeries,
-  checkBucketHistograms,
-  insertSignalRows,
-  rollUpBucketHists,
-  rollUpSignals,
-  signalRows,
-} from './signal-store.js'
+import { buildSignalSeries, insertSignalRows, rollUpBucketHists, rollUpSignals } from './signal-store.js'
 import type { CountColumns, DB } from './schema.js'
 import type {
   EpochMs,
@@ -78,21 +72,6 @@ export interface HistRow {
 type Row = { step_ms: number; bucket_ms: number; consumed: number }
 /** A row of one of the tables {@link insertChunked} writes. */
 type RowOf<T extends keyof DB> = DB[T] extends infer R ? { [K in keyof R]: R[K] } : never
-
-/** A report checked and turned into rows ({@link SqlStore.ingest}), waiting for its transaction. */
-interface PreparedReport {
-  readonly report: IntervalReport
-  readonly receivedAtMs: number
-  readonly bucketMs: number
-  readonly seenMs: number
-  /** The report's series by service, packed into `tg_pack` rows in the transaction (once their ids are known). */
-  readonly packs: readonly PackBuilder[]
-  /** The per-replica rows the packs stand for (histograms with counts, and counters): a batch's size. */
-  readonly seriesRows: number
-  readonly labelsByKey: ReadonlyMap<string, SeriesLabels>
-  readonly serviceHists: ReadonlyArray<readonly [readonly [string, string], string]>
-  readonly serviceCounts: ReadonlyArray<readonly [string, CountColumns]>
-}
 
 /** The earliest and latest time a batch's reports saw one series. */
 interface SeenRange {
@@ -241,79 +220,15 @@ class SqlStore implements Store {
    * failure is never another's.
    */
   async ingest(report: IntervalReport, receivedAtMs: EpochMs): Promise<IngestOutcome> {
-    const prepared = this.#prepare(report, receivedAtMs)
+    return this.ingestPrepared(prepareReport(report, receivedAtMs, this.#finestMs))
+  }
+
+  /** Stores a report {@link prepareReport} checked and turned into rows (on a worker thread, or by {@link ingest}). */
+  ingestPrepared(prepared: PreparedReport): Promise<IngestOutcome> {
     return new Promise<IngestOutcome>((resolve, reject) => {
       this.#waiting.push({ prepared, resolve, reject })
       void this.#drain()
     })
-  }
-
-  /** Checks a report and turns it into rows, before anything is written (a bad report leaves no trace). */
-  #prepare(report: IntervalReport, receivedAtMs: EpochMs): PreparedReport {
-    const bucketMs = floorTo(report.intervalStartMs, this.#finestMs)
-    // Series are "seen" at the time their data covers (not when the report arrived: a spooled report sent
-    // after an outage is old data), never later than now.
-    const seenMs = Math.min(report.intervalEndMs, receivedAtMs)
-    // Per service, the report's series to pack (kept by key: their ids, which order the packs, come in the transaction).
-    const services = new Map<
-      string,
-      { readonly pack: PackBuilder; readonly keys: Map<string, readonly [string, string]> }
-    >()
-    const labelsByKey = new Map<string, SeriesLabels>()
-    const serviceHists = new Merge<readonly [string, string]>()
-    const serviceCounts = new Map<string, CountSum>()
-    let seriesRows = 0
-    report.series.forEach((s, i) => {
-      const labels = pickLabels(s.labels)
-      const key = seriesKey(labels)
-      labelsByKey.set(key, labels)
-      let service = services.get(labels.service)
-      if (!service)
-        services.set(labels.service, (service = { pack: new PackBuilder(labels.service), keys: new Map() }))
-      let histograms: Array<readonly [Metric, string]> | null = null
-      for (const metric in s.histograms) {
-        const encoded = s.histograms[metric as Metric]
-        if (encoded === undefined) continue
-        if (!isMetric(metric)) throw new BadRequest(`series[${i}].histograms: unknown metric "${metric}"`)
-        // Headers, bounds and counts (either encoding), read in the same pass that merges the histogram into its
-        // service's (one decode per histogram, not one to check and one to merge), under one key object per
-        // service and metric.
-        let mergeKey = service.keys.get(metric)
-        if (!mergeKey) service.keys.set(metric, (mergeKey = [labels.service, metric]))
-        const check = serviceHists.addChecked(mergeKey, encoded)
-        if (!check.ok) throw new BadRequest(`series[${i}].histograms.${metric}: ${check.error}`)
-        if (check.totalCount > 0) (histograms ??= []).push([metric, encoded])
-      }
-      const classes = s.errorClasses ?? {}
-      const tokens = s.outputTokens ?? 0
-      let counts: PackedCounts = 0
-      if (
-        s.requests.ok + s.requests.error + s.requests.shed + tokens > 0 ||
-        Object.keys(classes).length > 0
-      ) {
-        counts = [s.requests.ok, s.requests.error, s.requests.shed, tokens, classes]
-        // Per service, the report's counters summed (its histograms were merged across replicas above): a query by
-        // service reads one row per report on the finest level instead of one per replica.
-        let sum = serviceCounts.get(labels.service)
-        if (!sum) serviceCounts.set(labels.service, (sum = newCountSum()))
-        addToSum(sum, counts)
-      }
-      if (histograms === null && counts === 0) return
-      service.pack.add(key, histograms, counts)
-      seriesRows += (histograms?.length ?? 0) + (counts === 0 ? 0 : 1)
-    })
-    checkBucketHistograms(report)
-    return {
-      report,
-      receivedAtMs,
-      bucketMs,
-      seenMs,
-      packs: [...services.values()].flatMap((v) => (v.pack.keys.length === 0 ? [] : [v.pack])),
-      seriesRows,
-      labelsByKey,
-      serviceHists: serviceHists.rows(),
-      serviceCounts: [...serviceCounts].map(([service, sum]) => [service, sumColumns(sum)]),
-    }
   }
 
   /**
@@ -374,13 +289,16 @@ class SqlStore implements Store {
           refreshed.map((key) => [this.#seriesCache.get(key)!.id, seenOf(key).lastMs]),
         )
         const idOfKey = (key: string): number => upserted.get(key) ?? this.#seriesCache.get(key)!.id
-        for (const p of [...stored].sort((a, b) => byText(a.report.agent.node, b.report.agent.node)))
-          await ingestGpus(trx, p.report, p.receivedAtMs, this.#finestMs)
+        const withGpus = stored.flatMap((p) => (p.gpus === null ? [] : [[p.gpus, p.receivedAtMs] as const]))
+        for (const [report, receivedAtMs] of withGpus.sort((a, b) =>
+          byText(a[0].agent.node, b[0].agent.node),
+        ))
+          await ingestGpus(trx, report, receivedAtMs, this.#finestMs)
         const pack: Array<RowOf<'tg_pack'>> = []
         let packedRows = 0
         const serviceHist: Array<RowOf<'tg_hist_service'>> = []
         const serviceCount: Array<RowOf<'tg_count_service'>> = []
-        const signals: ReturnType<typeof signalRows> = { signals: [], buckets: [] }
+        const signals: PreparedReport['signals'] = { signals: [], buckets: [] }
         for (const p of stored) {
           // Rows as literals of one shape (not spreads of a shared base): cheaper to build and to read back.
           const stepMs = this.#finestMs
@@ -399,7 +317,7 @@ class SqlStore implements Store {
                 counts: c.counts,
               })
           packedRows += p.seriesRows
-          for (const [[service, metric], histogram] of p.serviceHists)
+          for (const [service, metric, histogram] of p.serviceHists)
             serviceHist.push({
               step_ms: stepMs,
               bucket_ms: bucketMs,
@@ -421,9 +339,11 @@ class SqlStore implements Store {
               error_classes: c.error_classes,
             })
           // A loop, not push(...rows): a large report's rows would overflow the call's argument stack.
-          const sig = signalRows(p.report, this.#finestMs, (l) => idOfKey(seriesKey(l)))
-          for (const r of sig.signals) signals.signals.push(r)
-          for (const r of sig.buckets) signals.buckets.push(r)
+          // Their series_id is the index of the series' key in the report until here.
+          for (const r of p.signals.signals)
+            signals.signals.push({ ...r, series_id: idOfKey(p.keys[r.series_id]!) })
+          for (const r of p.signals.buckets)
+            signals.buckets.push({ ...r, series_id: idOfKey(p.keys[r.series_id]!) })
         }
         await insertChunked(trx, 'tg_pack', pack)
         await insertChunked(trx, 'tg_hist_service', serviceHist)
@@ -464,11 +384,11 @@ class SqlStore implements Store {
    * spool) and those whose last_seen_ms moves forward (more than one finest step past what this process wrote).
    */
   #classify(stored: readonly PreparedReport[]): {
-    readonly unknown: Map<string, SeriesLabels>
+    readonly unknown: Set<string>
     readonly refreshed: string[]
     readonly seenOf: (key: string) => SeenRange
   } {
-    const unknown = new Map<string, SeriesLabels>()
+    const unknown = new Set<string>()
     const refreshed: string[] = []
     const cache = this.#seriesCache
     const stepMs = this.#finestMs
@@ -476,22 +396,22 @@ class SqlStore implements Store {
     if (stored.length === 1) {
       const p = stored[0]!
       const range: SeenRange = { firstMs: p.seenMs, lastMs: p.seenMs }
-      for (const [key, labels] of p.labelsByKey) {
+      for (const key of p.keys) {
         const cached = cache.get(key)
-        if (cached === undefined || p.seenMs < cached.firstMs) unknown.set(key, labels)
+        if (cached === undefined || p.seenMs < cached.firstMs) unknown.add(key)
         else if (p.seenMs > cached.seenMs + stepMs) refreshed.push(key)
       }
       return { unknown, refreshed, seenOf: () => range }
     }
     const seen = new Map<string, SeenRange>()
     for (const p of stored)
-      for (const [key, labels] of p.labelsByKey) {
+      for (const key of p.keys) {
         const range = seen.get(key)
         if (range === undefined) seen.set(key, { firstMs: p.seenMs, lastMs: p.seenMs })
         else if (p.seenMs < range.firstMs) range.firstMs = p.seenMs
         else if (p.seenMs > range.lastMs) range.lastMs = p.seenMs
         const cached = cache.get(key)
-        if (cached === undefined || p.seenMs < cached.firstMs) unknown.set(key, labels)
+        if (cached === undefined || p.seenMs < cached.firstMs) unknown.add(key)
       }
     for (const [key, range] of seen)
       if (!unknown.has(key) && range.lastMs > cache.get(key)!.seenMs + stepMs) refreshed.push(key)
@@ -504,18 +424,18 @@ class SqlStore implements Store {
    */
   async #upsertSeries(
     db: Db,
-    labels: ReadonlyMap<string, SeriesLabels>,
+    keys: Iterable<string>,
     seenOf: (key: string) => SeenRange,
   ): Promise<Map<string, number>> {
-    const sorted = [...labels].sort((a, b) => byText(a[0], b[0]))
+    const sorted = [...keys].sort(byText)
     const ids = new Map<string, number>()
     for (let i = 0; i < sorted.length; i += INSERT_CHUNK_ROWS) {
       const rows = await db
         .insertInto('tg_series')
         .values(
-          sorted.slice(i, i + INSERT_CHUNK_ROWS).map(([key, l]) => {
+          sorted.slice(i, i + INSERT_CHUNK_ROWS).map((key) => {
             const range = seenOf(key)
-            return { ...l, first_seen_ms: range.firstMs, last_seen_ms: range.lastMs }
+            return { ...labelsOfKey(key), first_seen_ms: range.firstMs, last_seen_ms: range.lastMs }
           }),
         )
         .onConflict((oc) =>
@@ -533,9 +453,8 @@ class SqlStore implements Store {
 
   /** The series id of a label set, creating it (bulk loader). */
   async seriesId(labels: SeriesLabels, seenMs: number): Promise<number> {
-    const picked = pickLabels(labels)
-    const key = seriesKey(picked)
-    const ids = await this.#upsertSeries(this.#db, new Map([[key, picked]]), () => ({
+    const key = seriesKey(labels)
+    const ids = await this.#upsertSeries(this.#db, [key], () => ({
       firstMs: seenMs,
       lastMs: seenMs,
     }))
@@ -1450,96 +1369,6 @@ async function rollUpPacks(
   return perSeries.size + counts.size
 }
 
-/** One group of a {@link Merge}: its first histogram kept encoded until a second one comes. */
-interface MergeGroup<K> {
-  readonly key: K
-  readonly first: string
-  /** Further rows, merged sparse ({@link mergeEncoded}) when the group is written, while they are few. */
-  more: string[] | null
-  h: Histogram | null
-}
-
-/**
- * Rows a group merges sparse at most; past that, a dense histogram is cheaper. A compaction merges six 10 s rows
- * into a minute, or sixty 1 min rows into an hour per replica.
- */
-const SPARSE_MERGE_MAX_ROWS = 64
-
-/** The group's merged histogram, decoding what it holds so far when it first needs a dense one. */
-function opened<K>(g: MergeGroup<K>): Histogram {
-  if (!g.h) {
-    g.h = newHistogram()
-    addEncoded(g.h, g.first)
-    for (const e of g.more ?? []) addEncoded(g.h, e)
-    g.more = null
-  }
-  return g.h
-}
-
-/**
- * Histograms merged per key, encoded on the way out. A key with one histogram keeps its encoding as it came
- * (nothing to decode), as a report's only replica of a service does; a few are merged sparse when written
- * ({@link mergeEncoded}); more, or any checked at ingest, are added bucket by bucket into a dense histogram.
- */
-class Merge<K extends readonly [string | number, string, ...number[]]> {
-  readonly #groups = new Map<string, MergeGroup<K>>()
-  /** Groups by key object, for a caller that passes the same key object again (ingest: no joined id per histogram). */
-  readonly #byKey = new Map<K, MergeGroup<K>>()
-
-  add(key: K, encoded: string): void {
-    const id = key.join('\u0000')
-    const g = this.#groups.get(id)
-    if (!g) {
-      this.#groups.set(id, { key, first: encoded, more: null, h: null })
-      return
-    }
-    if (g.h === null && (g.more?.length ?? 0) < SPARSE_MERGE_MAX_ROWS) (g.more ??= []).push(encoded)
-    else addEncoded(opened(g), encoded)
-  }
-
-  /**
-   * Ingest's check of an encoded histogram ({@link checkHistogram}) and {@link add} in one decode. A histogram
-   * without counts adds nothing; one that fails its check adds nothing either (the caller refuses the whole
-   * report, and this merge with it).
-   */
-  addChecked(key: K, encoded: string): HistogramCheck {
-    let g = this.#byKey.get(key)
-    if (!g) {
-      const id = key.join('\u0000')
-      g = this.#groups.get(id)
-      if (!g) {
-        const check = checkHistogram(encoded)
-        if (check.ok && check.totalCount > 0) {
-          const created = { key, first: encoded, more: null, h: null }
-          this.#groups.set(id, created)
-          this.#byKey.set(key, created)
-        }
-        return check
-      }
-      this.#byKey.set(key, g)
-    }
-    // A few histograms per key (a report carrying a few replicas of a service) are kept encoded and merged sparse
-    // when written; a dense histogram pays off only for many (scanning its window to encode cost more).
-    if (g.h === null && (g.more?.length ?? 0) < SPARSE_MERGE_MAX_ROWS) {
-      const check = checkHistogram(encoded)
-      if (check.ok && check.totalCount > 0) (g.more ??= []).push(encoded)
-      return check
-    }
-    return checkHistogram(encoded, opened(g))
-  }
-
-  get size(): number {
-    return this.#groups.size
-  }
-
-  rows(): Array<[K, string]> {
-    return [...this.#groups.values()].map((g) => [
-      g.key,
-      g.h ? encodeHistogram(g.h) : g.more ? mergeEncoded([g.first, ...g.more]) : g.first,
-    ])
-  }
-}
-
 /**
  * Moves `last_seen_ms` of known series forward, each to its own time (never back), in id order so that
  * concurrent transactions lock rows in one order.
@@ -1584,9 +1413,7 @@ async function insertReportKeys(trx: Db, batch: readonly PreparedReport[]): Prom
     .map((p, i) => i)
     .sort(
       (i, j) =>
-        byText(batch[i]!.report.agent.instance, batch[j]!.report.agent.instance) ||
-        batch[i]!.report.seq - batch[j]!.report.seq ||
-        i - j,
+        byText(batch[i]!.agentInstance, batch[j]!.agentInstance) || batch[i]!.seq - batch[j]!.seq || i - j,
     )
   const out = new Array<IngestOutcome>(batch.length)
   for (const i of order) {
@@ -1594,9 +1421,9 @@ async function insertReportKeys(trx: Db, batch: readonly PreparedReport[]): Prom
     const fresh = await trx
       .insertInto('tg_report')
       .values({
-        agent_instance: p.report.agent.instance,
-        seq: p.report.seq,
-        interval_start_ms: p.report.intervalStartMs,
+        agent_instance: p.agentInstance,
+        seq: p.seq,
+        interval_start_ms: p.intervalStartMs,
         received_at_ms: p.receivedAtMs,
       })
       .onConflict((oc) => oc.columns(['agent_instance', 'seq']).doNothing())
@@ -1754,37 +1581,6 @@ function countColumns(c: RequestCounts): CountColumns {
     shed_count: c.shed,
     output_tokens: c.outputTokens,
     error_classes: JSON.stringify(c.errorClasses),
-  }
-}
-
-/** Counters being summed (ingest's per-service sum of a report). */
-interface CountSum {
-  ok: number
-  error: number
-  shed: number
-  outputTokens: number
-  readonly errorClasses: Map<string, number>
-}
-
-function newCountSum(): CountSum {
-  return { ok: 0, error: 0, shed: 0, outputTokens: 0, errorClasses: new Map() }
-}
-
-function addToSum(sum: CountSum, c: Exclude<PackedCounts, 0>): void {
-  sum.ok += c[0]
-  sum.error += c[1]
-  sum.shed += c[2]
-  sum.outputTokens += c[3]
-  for (const name in c[4]) sum.errorClasses.set(name, (sum.errorClasses.get(name) ?? 0) + c[4][name]!)
-}
-
-function sumColumns(sum: CountSum): CountColumns {
-  return {
-    ok_count: sum.ok,
-    error_count: sum.error,
-    shed_count: sum.shed,
-    output_tokens: sum.outputTokens,
-    error_classes: JSON.stringify(Object.fromEntries(sum.errorClasses)),
   }
 }
 
