@@ -1,7 +1,7 @@
 import { isMetric, seriesKey } from '../report/index.js'
 import type { IntervalReport, Metric, SeriesLabels } from '../report/index.js'
 import { BadRequest } from '../errors.js'
-import type { EpochMs } from './types.js'
+import type { EpochMs, RequestCounts } from './types.js'
 import { floorTo } from './levels.js'
 import { Merge } from './merge.js'
 import { PackBuilder } from './packs.js'
@@ -152,11 +152,16 @@ function addToSum(sum: CountSum, c: Exclude<PackedCounts, 0>): void {
 }
 
 function sumColumns(sum: CountSum): CountColumns {
+  return countColumns({ ...sum, errorClasses: Object.fromEntries(sum.errorClasses) })
+}
+
+/** Counts as the counter columns store them. @example countColumns(EMPTY_COUNTS) // { ok_count: 0, …, error_classes: '{}' } */
+export function countColumns(c: RequestCounts): CountColumns {
   return {
-    ok_count: sum.ok,
-    error_count: sum.error,
-    shed_count: sum.shed,
-    output_tokens: sum.outputTokens,
-    error_classes: JSON.stringify(Object.fromEntries(sum.errorClasses)),
+    ok_count: c.ok,
+    error_count: c.error,
+    shed_count: c.shed,
+    output_tokens: c.outputTokens,
+    error_classes: JSON.stringify(c.errorClasses),
   }
 }

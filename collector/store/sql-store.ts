@@ -10,7 +10,7 @@ import type { FetchTerm, Segment } from './levels.js'
 import { claimGroups } from './rollup.js'
 import { Merge } from './merge.js'
 import { packRows, unpackCounts, unpackHistograms } from './packs.js'
-import { labelsOfKey, prepareReport } from './prepare.js'
+import { countColumns, labelsOfKey, prepareReport } from './prepare.js'
 import type { PreparedReport } from './prepare.js'
 import { bulkInsertSql, statementSizes } from './sqlite-bulk.js'
 import {
@@ -1572,17 +1572,6 @@ function countBuckets(
 const COUNT_COLUMNS = ['ok_count', 'error_count', 'shed_count', 'output_tokens', 'error_classes'] as const
 /** What #countRows reads of either counter table besides the row's series or service. */
 const COUNT_SELECT = ['step_ms', 'bucket_ms', 'consumed', ...COUNT_COLUMNS] as const
-
-/** Counts as the counter columns store them. @example countColumns(EMPTY_COUNTS) // { ok_count: 0, …, error_classes: '{}' } */
-function countColumns(c: RequestCounts): CountColumns {
-  return {
-    ok_count: c.ok,
-    error_count: c.error,
-    shed_count: c.shed,
-    output_tokens: c.outputTokens,
-    error_classes: JSON.stringify(c.errorClasses),
-  }
-}
 
 function sumCounts(rows: readonly CountColumns[]): RequestCounts {
   if (rows.length === 0) return EMPTY_COUNTS
