@@ -10,6 +10,8 @@ import { registerEtags } from './etag.js'
 import type { Scope, TokenEntry } from './auth.js'
 import { BadRequest, TailguardError } from './errors.js'
 import { DEFAULT_SERVER_TIMEOUTS, serverTimeoutOptions } from './http-limits.js'
+import { CONFIG_DEFAULTS } from './config/index.js'
+import { IngestPool } from './ingest/pool.js'
 import type { ServerTimeouts } from './http-limits.js'
 import type { Store } from './store/types.js'
 import { reportRoutes } from './routes/reports.js'
@@ -49,10 +51,16 @@ export interface CollectorAppOptions {
   readonly metricsPublic?: boolean
   /** Slow-client timeouts of the listener (default {@link DEFAULT_SERVER_TIMEOUTS}). */
   readonly timeouts?: ServerTimeouts
+  /** Ingest worker threads that parse, check and prepare large report bodies (default 0: all in place). */
+  readonly ingestWorkers?: number
+  /** Report bodies of at least this many bytes go to an ingest worker (default: the config's). */
+  readonly ingestWorkerMinBytes?: number
 }
 
 export interface CollectorDeps {
   readonly store: Store
+  /** Ingest workers to use instead of the ones `ingestWorkers` starts (tests: the compiled worker); closed with the app. */
+  readonly ingestPool?: IngestPool
   readonly clock?: () => number
   /** A pino-compatible logger; silent when left out. */
   readonly logger?: FastifyBaseLogger
@@ -86,6 +94,13 @@ export async function buildCollector(
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('store', deps.store)
+  const ingestPool =
+    deps.ingestPool ??
+    new IngestPool({
+      threads: opts.ingestWorkers ?? 0,
+      minBytes: opts.ingestWorkerMinBytes ?? CONFIG_DEFAULTS.collector.ingestWorkerMinBytes,
+    })
+  app.addHook('onClose', () => ingestPool.close())
   app.decorate('clock', deps.clock ?? Date.now)
   app.decorate('promRegistry', new Registry())
 
@@ -193,7 +208,7 @@ export async function buildCollector(
   await app.register(
     async (api) => {
       await registerEtags(api)
-      await api.register(reportRoutes, { bodyLimit: opts.reportBodyLimitBytes })
+      await api.register(reportRoutes, { bodyLimit: opts.reportBodyLimitBytes, pool: ingestPool })
       await api.register(queryRoutes)
       await api.register(gpuRoutes)
       await api.register(signalRoutes)

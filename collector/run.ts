@@ -84,6 +84,8 @@ export async function runCollector(
       tokens: [...c.apiTokens, ...c.agentTokens.map((t) => ({ ...t, scope: 'agent' as const }))],
       reportBodyLimitBytes: c.reportBodyLimitBytes,
       bodyLimitBytes: c.bodyLimitBytes,
+      ingestWorkers: c.ingestWorkers,
+      ingestWorkerMinBytes: c.ingestWorkerMinBytes,
       dashboardDir: dashboardDistDir(),
       metricsPublic: c.metricsPublic,
       timeouts: {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { RegisterCommand } from './command.js'
 import {
   assertPortsFree,
+  intArg,
   listening,
   loadConfig,
   makeLogger,
@@ -20,6 +21,7 @@ interface CollectorFlags {
   db?: string
   slos?: string
   metricsPublic?: boolean
+  ingestWorkers?: number
 }
 
 /**
@@ -55,7 +57,12 @@ function registerCollectorWith(
         '--slos <path>',
         'SLO definitions: a file or a folder (tailguard YAML or OpenSLO), reloaded on change',
       )
-      .option('--metrics-public', 'serve /metrics without a token'),
+      .option('--metrics-public', 'serve /metrics without a token')
+      .option(
+        '--ingest-workers <n>',
+        'threads that parse and check large report bodies beside the main one (default 0; for spare cores)',
+        intArg('--ingest-workers', 0),
+      ),
   )
     .addHelpText(
       'after',
@@ -69,6 +76,7 @@ function registerCollectorWith(
           ...(flags.db !== undefined ? { db: flags.db } : {}),
           ...(flags.slos !== undefined ? { slos: flags.slos } : {}),
           ...(flags.metricsPublic ? { metricsPublic: true } : {}),
+          ...(flags.ingestWorkers !== undefined ? { ingestWorkers: flags.ingestWorkers } : {}),
         },
         ...(flags.logFormat !== undefined ? { log: { format: flags.logFormat } } : {}),
       })

@@ -27,6 +27,10 @@ export const CollectorSection = Type.Object(
     ),
     reportBodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 }),
     bodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 }),
+    /** Threads that parse, check and prepare large report bodies beside the collector's own (0: none). */
+    ingestWorkers: Type.Integer({ minimum: 0, maximum: 64 }),
+    /** Report bodies of at least this many bytes go to an ingest worker; smaller ones are prepared in place. */
+    ingestWorkerMinBytes: Type.Integer({ minimum: 0, maximum: 256 * 1024 * 1024 }),
     compactEveryMs: Type.Integer({ minimum: 1000 }),
     /** A request's headers and body must arrive within this long (slow clients get 408). */
     requestTimeoutMs: TimeoutMs,
@@ -613,6 +617,9 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     agentTokens: [],
     reportBodyLimitBytes: 16 * 1024 * 1024,
     bodyLimitBytes: 1024 * 1024,
+    // Off: on a 2-core machine they measured no gain (docs/benchmarks.md, ingest); for collectors with spare cores.
+    ingestWorkers: 0,
+    ingestWorkerMinBytes: 256 * 1024,
     compactEveryMs: 60_000,
     requestTimeoutMs: 60_000,
     headersTimeoutMs: 10_000,

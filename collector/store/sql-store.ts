@@ -177,6 +177,10 @@ class SqlStore implements Store {
     this.#closing = opts.closing ?? (async () => {})
   }
 
+  get finestStepMs(): number {
+    return this.#finestMs
+  }
+
   get rollupStepsMs(): readonly number[] {
     return this.#steps
   }

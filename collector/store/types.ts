@@ -1,3 +1,4 @@
+import type { PreparedReport } from './prepare.js'
 import type {
   GpuField,
   GpuStat,
@@ -225,6 +226,10 @@ export interface Store {
    * (same agent instance and seq). Resolves only once the data is committed.
    */
   ingest(report: IntervalReport, receivedAtMs: EpochMs): Promise<IngestOutcome>
+  /** {@link ingest} of a report already checked and turned into rows (`prepareReport`, maybe on a worker thread). */
+  ingestPrepared(prepared: PreparedReport): Promise<IngestOutcome>
+  /** The finest level's step: what `prepareReport` needs to place a report's rows. */
+  readonly finestStepMs: number
   /** Merged histograms per metric over the selector and range, using the coarsest rollups that fit. */
   histograms(
     selector: Selector,

@@ -101,3 +101,56 @@ export function hostileReport(seq: number, instance = 'hostile', service = 'svc'
     ],
   }
 }
+
+/**
+ * One mutation of a valid JSON text (a flipped, dropped or duplicated slice, a value of another type, an
+ * unknown phase, a corrupt histogram, random bytes), drawn with `rand` so a failure reproduces.
+ *
+ * @example mutateJsonText(JSON.stringify(report), seededRandom(1))
+ */
+export function mutateJsonText(text: string, rand: () => number): string {
+  const pick = Math.floor(rand() * 8)
+  const pos = Math.floor(rand() * text.length)
+  switch (pick) {
+    case 0: // flip a character
+      return text.slice(0, pos) + String.fromCharCode(32 + Math.floor(rand() * 95)) + text.slice(pos + 1)
+    case 1: // truncate
+      return text.slice(0, pos)
+    case 2: // duplicate a slice
+      return text.slice(0, pos) + text.slice(Math.floor(rand() * text.length)) + text.slice(pos)
+    case 3: {
+      // replace a value with another JSON type
+      const values = [
+        'null',
+        'true',
+        '-1',
+        '1e309',
+        '"x"',
+        '[]',
+        '{}',
+        '9007199254740993',
+        '"\\u0000"',
+        '-0.5',
+      ]
+      return text.replace(/:("[^"]*"|-?\d+(\.\d+)?|\{\}|\[\])/g, (m) =>
+        rand() < 0.15 ? ':' + values[Math.floor(rand() * values.length)] : m,
+      )
+    }
+    case 4: // delete a character
+      return text.slice(0, pos) + text.slice(pos + 1)
+    case 5: // unknown phase key
+      return text.replace(
+        '"queue"',
+        `"${['warp', '__proto__', 'constructor', 'total', ''][Math.floor(rand() * 5)]}"`,
+      )
+    case 6: // corrupt a histogram's base64
+      return text.replace(
+        /HISTFAAA[A-Za-z0-9+/=]*/,
+        (h) => h.slice(0, Math.floor(rand() * h.length)) + 'A'.repeat(Math.floor(rand() * 8)),
+      )
+    default: // random bytes
+      return Array.from({ length: Math.floor(rand() * 64) }, () =>
+        String.fromCharCode(Math.floor(rand() * 256)),
+      ).join('')
+  }
+}

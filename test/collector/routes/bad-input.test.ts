@@ -9,6 +9,7 @@ import type { Store } from '../../../collector/index.js'
 import { encodeHistogram, newHistogram } from '../../../collector/index.js'
 import type { IntervalReport } from '../../../collector/index.js'
 import { seededRandom } from '../../../agent/demo/fleet.js'
+import { mutateJsonText } from '../../helpers/hostile.js'
 
 const READ = 'read-token-0123456789abcdef'
 const ADMIN = 'admin-token-0123456789abcdef'
@@ -157,54 +158,6 @@ describe('collector: bad input gets a clear 4xx', () => {
   })
 })
 
-/** Mutations of a valid JSON text, seeded so a failure reproduces. */
-function mutate(text: string, rand: () => number): string {
-  const pick = Math.floor(rand() * 8)
-  const pos = Math.floor(rand() * text.length)
-  switch (pick) {
-    case 0: // flip a character
-      return text.slice(0, pos) + String.fromCharCode(32 + Math.floor(rand() * 95)) + text.slice(pos + 1)
-    case 1: // truncate
-      return text.slice(0, pos)
-    case 2: // duplicate a slice
-      return text.slice(0, pos) + text.slice(Math.floor(rand() * text.length)) + text.slice(pos)
-    case 3: {
-      // replace a value with another JSON type
-      const values = [
-        'null',
-        'true',
-        '-1',
-        '1e309',
-        '"x"',
-        '[]',
-        '{}',
-        '9007199254740993',
-        '"\\u0000"',
-        '-0.5',
-      ]
-      return text.replace(/:("[^"]*"|-?\d+(\.\d+)?|\{\}|\[\])/g, (m) =>
-        rand() < 0.15 ? ':' + values[Math.floor(rand() * values.length)] : m,
-      )
-    }
-    case 4: // delete a character
-      return text.slice(0, pos) + text.slice(pos + 1)
-    case 5: // unknown phase key
-      return text.replace(
-        '"queue"',
-        `"${['warp', '__proto__', 'constructor', 'total', ''][Math.floor(rand() * 5)]}"`,
-      )
-    case 6: // corrupt a histogram's base64
-      return text.replace(
-        /HISTFAAA[A-Za-z0-9+/=]*/,
-        (h) => h.slice(0, Math.floor(rand() * h.length)) + 'A'.repeat(Math.floor(rand() * 8)),
-      )
-    default: // random bytes
-      return Array.from({ length: Math.floor(rand() * 64) }, () =>
-        String.fromCharCode(Math.floor(rand() * 256)),
-      ).join('')
-  }
-}
-
 describe('collector: fuzzing never yields a 5xx and never corrupts counts', () => {
   it('survives 10,000 mutated reports and counts exactly the accepted ones', async () => {
     const rand = seededRandom(20261121)
@@ -212,7 +165,7 @@ describe('collector: fuzzing never yields a 5xx and never corrupts counts', () =
     let acceptedRequests = 0
     for (let i = 0; i < 10_000; i++) {
       const base = validReport(1000 + i, 'fuzz-mutated')
-      const text = mutate(JSON.stringify(base), rand)
+      const text = mutateJsonText(JSON.stringify(base), rand)
       const res = await post(text)
       statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
       expect(res.statusCode, `payload ${i}: ${text.slice(0, 200)} → ${res.body}`).toBeLessThan(500)
@@ -250,7 +203,7 @@ describe('collector: fuzzing never yields a 5xx and never corrupts counts', () =
       const path = paths[Math.floor(rand() * paths.length)]!
       const qs = params
         .filter(() => rand() < 0.5)
-        .map((p) => mutate(p, rand))
+        .map((p) => mutateJsonText(p, rand))
         .map((p) => encodeURI(p).replace(/#/g, '%23'))
         .join('&')
       const res = await app.inject({ url: `${path}?${qs}`, headers: { authorization: `Bearer ${READ}` } })

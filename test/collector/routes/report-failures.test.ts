@@ -41,9 +41,10 @@ describe('POST /api/v1/reports when storing fails', () => {
     await real.migrate()
     // The real store, with ingest and ping made to fail on demand.
     const store = Object.create(real) as Store
-    store.ingest = async (r, now) => {
+    Object.defineProperty(store, 'finestStepMs', { value: real.finestStepMs })
+    store.ingestPrepared = async (prepared) => {
       if (failure) throw failure
-      return real.ingest(r, now)
+      return real.ingestPrepared(prepared)
     }
     store.ping = async () => pingOk
     app = await buildCollector(

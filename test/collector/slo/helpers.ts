@@ -233,6 +233,8 @@ export function storeFrom(source: SloDataSource): Store {
     dialect: 'sqlite',
     migrate: async () => ({ kind: 'ok', applied: [] }),
     ingest: async () => ({ kind: 'stored' }),
+    ingestPrepared: async () => ({ kind: 'stored' }),
+    finestStepMs: 10_000,
     histograms: async () => new Map(),
     timeseries: async (sel, range, metric, step) => [...(await source.timeseries(sel, range, metric, step))],
     counts: async () => zero,

@@ -1,0 +1,108 @@
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { prepareBody } from './body.js'
+import type { PreparedBody } from './body.js'
+
+/** A body sent to an ingest worker (its bytes are moved to the worker, not copied). */
+export interface IngestJob {
+  readonly id: number
+  readonly body: Uint8Array
+  readonly nowMs: number
+  readonly finestMs: number
+}
+
+/** A worker's answer: the prepared body, or the error that escaped {@link prepareBody} (a bug: answered 500). */
+export type IngestAnswer =
+  { readonly id: number; readonly body: PreparedBody } | { readonly id: number; readonly failed: string }
+
+interface Thread {
+  readonly worker: Worker
+  readonly waiting: Map<number, { resolve: (b: PreparedBody) => void; reject: (e: Error) => void }>
+}
+
+/** The compiled worker next to this module; absent when the project runs from TypeScript sources (tests). */
+const DEFAULT_WORKER = new URL('./worker.js', import.meta.url)
+
+/**
+ * Ingest worker threads: report bodies of at least `minBytes` are parsed, checked and prepared on one of
+ * `threads` workers (the least busy), so that the collector's thread only receives bodies and writes rows;
+ * smaller bodies are prepared in place (a thread hop costs more than they do). A worker that dies fails what it
+ * held (500) and is replaced.
+ *
+ * @example
+ * ```ts
+ * const pool = new IngestPool({ threads: 2, minBytes: 256 << 10 })
+ * const body = await pool.prepare(buffer, Date.now(), 10_000)
+ * ```
+ */
+export class IngestPool {
+  readonly threads: number
+  readonly #minBytes: number
+  readonly #workerUrl: URL
+  readonly #pool: Thread[] = []
+  #nextId = 1
+  #closed = false
+
+  constructor(opts: { readonly threads: number; readonly minBytes: number; readonly workerUrl?: URL }) {
+    this.#workerUrl = opts.workerUrl ?? DEFAULT_WORKER
+    // From TypeScript sources there is no compiled worker to start: everything is prepared in place.
+    this.threads = existsSync(fileURLToPath(this.#workerUrl)) ? Math.max(0, Math.floor(opts.threads)) : 0
+    this.#minBytes = opts.minBytes
+    for (let i = 0; i < this.threads; i++) this.#pool.push(this.#spawn())
+  }
+
+  /** {@link prepareBody} of `body`, on a worker when it is large enough and one runs; `body` is moved there. */
+  prepare(body: Uint8Array, nowMs: number, finestMs: number): Promise<PreparedBody> {
+    if (this.#pool.length === 0 || body.length < this.#minBytes || this.#closed)
+      return Promise.resolve().then(() => prepareBody(body, nowMs, finestMs))
+    let thread = this.#pool[0]!
+    for (const t of this.#pool) if (t.waiting.size < thread.waiting.size) thread = t
+    const id = this.#nextId++
+    // Moved, not copied, when the bytes are the whole of their buffer (a large body read off the socket is).
+    const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength
+    const own = whole ? body : body.slice()
+    return new Promise<PreparedBody>((resolve, reject) => {
+      thread.waiting.set(id, { resolve, reject })
+      const job: IngestJob = { id, body: own, nowMs, finestMs }
+      thread.worker.postMessage(job, [own.buffer as ArrayBuffer])
+    })
+  }
+
+  /** Stops the workers; what they hold is answered first. */
+  async close(): Promise<void> {
+    this.#closed = true
+    await Promise.all(
+      this.#pool.map(async (t) => {
+        while (t.waiting.size > 0) await new Promise((r) => setTimeout(r, 5))
+        await t.worker.terminate()
+      }),
+    )
+    this.#pool.length = 0
+  }
+
+  #spawn(): Thread {
+    const worker = new Worker(this.#workerUrl)
+    const thread: Thread = { worker, waiting: new Map() }
+    worker.on('message', (a: IngestAnswer) => {
+      const w = thread.waiting.get(a.id)
+      if (!w) return
+      thread.waiting.delete(a.id)
+      if ('failed' in a) w.reject(new Error(`ingest worker: ${a.failed}`))
+      else w.resolve(a.body)
+    })
+    worker.on('error', (err) => this.#lost(thread, err))
+    worker.on('exit', (code) => this.#lost(thread, new Error(`ingest worker exited (code ${code})`)))
+    return thread
+  }
+
+  /** A worker died: what it held fails, and another takes its place. */
+  #lost(thread: Thread, err: Error): void {
+    for (const w of thread.waiting.values()) w.reject(err)
+    thread.waiting.clear()
+    const at = this.#pool.indexOf(thread)
+    if (at < 0) return
+    if (this.#closed) this.#pool.splice(at, 1)
+    else this.#pool[at] = this.#spawn()
+  }
+}
