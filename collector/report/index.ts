@@ -50,7 +50,6 @@ export {
 } from './schema.js'
 export {
   strictValidator,
-  strictBodyCompiler,
   isWellFormedUnicode,
   toWellFormedUnicode,
   firstIllFormedString,

@@ -133,24 +133,3 @@ export function strictValidator(schema: TSchema): (value: unknown) => Validation
     return null
   }
 }
-
-/**
- * A fastify `validatorCompiler` for one route's body: {@link strictValidator} with errors that name the
- * field (`body/series/0/labels/replica: …`). Coercion is off for that route whatever the app's AJV does.
- *
- * @example
- * ```ts
- * app.post('/reports', { schema: { body: IntervalReportSchema }, validatorCompiler: strictBodyCompiler }, handler)
- * ```
- */
-export function strictBodyCompiler({ schema }: { schema: unknown }): (data: unknown) => {
-  value?: unknown
-  error?: Error
-} {
-  const check = strictValidator(schema as TSchema)
-  return (data) => {
-    const problem = check(data)
-    if (problem === null) return { value: data }
-    return { error: new Error(`body${problem.path}: ${problem.message}`) }
-  }
-}
