@@ -18,8 +18,14 @@ export type IngestAnswer =
 
 interface Thread {
   readonly worker: Worker
+  readonly startedAt: number
   readonly waiting: Map<number, { resolve: (b: PreparedBody) => void; reject: (e: Error) => void }>
 }
+
+/** A worker that dies sooner than this after it started is not started again (it would die again at once). */
+const MIN_WORKER_LIFE_MS = 1000
+/** How long close() lets the workers finish what they hold. */
+const CLOSE_GRACE_MS = 10_000
 
 /** The compiled worker next to this module; absent when the project runs from TypeScript sources (tests). */
 const DEFAULT_WORKER = new URL('./worker.js', import.meta.url)
@@ -28,7 +34,7 @@ const DEFAULT_WORKER = new URL('./worker.js', import.meta.url)
  * Ingest worker threads: report bodies of at least `minBytes` are parsed, checked and prepared on one of
  * `threads` workers (the least busy), so that the collector's thread only receives bodies and writes rows;
  * smaller bodies are prepared in place (a thread hop costs more than they do). A worker that dies fails what it
- * held (500) and is replaced.
+ * held (500) and is replaced, unless it died as it started.
  *
  * @example
  * ```ts
@@ -69,21 +75,27 @@ export class IngestPool {
     })
   }
 
-  /** Stops the workers; what they hold is answered first. */
+  /** Stops the workers; what they hold is answered first (within {@link CLOSE_GRACE_MS}, else it fails). */
   async close(): Promise<void> {
     this.#closed = true
+    const until = Date.now() + CLOSE_GRACE_MS
     await Promise.all(
       this.#pool.map(async (t) => {
-        while (t.waiting.size > 0) await new Promise((r) => setTimeout(r, 5))
+        while (t.waiting.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5))
         await t.worker.terminate()
       }),
     )
     this.#pool.length = 0
   }
 
+  /** Workers running now (fewer than `threads` once one kept dying as it started). */
+  get running(): number {
+    return this.#pool.length
+  }
+
   #spawn(): Thread {
     const worker = new Worker(this.#workerUrl)
-    const thread: Thread = { worker, waiting: new Map() }
+    const thread: Thread = { worker, startedAt: Date.now(), waiting: new Map() }
     worker.on('message', (a: IngestAnswer) => {
       const w = thread.waiting.get(a.id)
       if (!w) return
@@ -96,13 +108,17 @@ export class IngestPool {
     return thread
   }
 
-  /** A worker died: what it held fails, and another takes its place. */
+  /**
+   * A worker died: what it held fails, and another takes its place, unless it died as it started (a worker that
+   * cannot load would be restarted for ever): then it is not replaced, and with none left bodies are prepared in
+   * place.
+   */
   #lost(thread: Thread, err: Error): void {
     for (const w of thread.waiting.values()) w.reject(err)
     thread.waiting.clear()
     const at = this.#pool.indexOf(thread)
     if (at < 0) return
-    if (this.#closed) this.#pool.splice(at, 1)
+    if (this.#closed || Date.now() - thread.startedAt < MIN_WORKER_LIFE_MS) this.#pool.splice(at, 1)
     else this.#pool[at] = this.#spawn()
   }
 }

@@ -126,23 +126,37 @@ describe('ingest workers', () => {
     expect((await onWorker.store.services()).filter((s) => s.service === 'svc2').length).toBe(1000)
   }, 60_000)
 
-  it('fails what a dying worker held, replaces it, and keeps answering', async () => {
-    // A worker that dies on its first job.
+  it('fails what a dying worker held, replaces it, and stops replacing one that dies as it starts', async () => {
     const crashDir = mkdtempSync(join(tmpdir(), 'tg-ingest-crash-'))
-    const script = join(crashDir, 'crash.mjs')
+    // A worker that dies on its first job, and one that cannot even load.
+    const crash = join(crashDir, 'crash.mjs')
     writeFileSync(
-      script,
+      crash,
       "import { parentPort } from 'node:worker_threads'\nparentPort.on('message', () => process.exit(3))\n",
     )
-    const pool = new IngestPool({ threads: 1, minBytes: 0, workerUrl: pathToFileURL(script) })
+    const broken = join(crashDir, 'broken.mjs')
+    writeFileSync(broken, "throw new Error('cannot load')\n")
+    const pool = new IngestPool({ threads: 1, minBytes: 0, workerUrl: pathToFileURL(crash) })
+    const body = () => Buffer.from(JSON.stringify(hostileReport(1)))
     try {
-      const body = Buffer.from(JSON.stringify(hostileReport(1)))
-      await expect(pool.prepare(body, HOSTILE_NOW, 10_000)).rejects.toThrow(/ingest worker exited \(code 3\)/)
-      expect(pool.threads).toBe(1)
-      await expect(pool.prepare(Buffer.from(body), HOSTILE_NOW, 10_000)).rejects.toThrow(/exited/)
+      // Past its first second, a worker that dies is replaced.
+      await new Promise((r) => setTimeout(r, 1100))
+      await expect(pool.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(
+        /ingest worker exited \(code 3\)/,
+      )
+      expect(pool.running).toBe(1)
+      // Its replacement dies within its first second: not replaced; bodies are then prepared in place.
+      await expect(pool.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(/exited/)
+      expect(pool.running).toBe(0)
+      expect((await pool.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
+      const unloadable = new IngestPool({ threads: 2, minBytes: 0, workerUrl: pathToFileURL(broken) })
+      await new Promise((r) => setTimeout(r, 500))
+      expect(unloadable.running).toBe(0)
+      expect((await unloadable.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
+      await unloadable.close()
       // Bodies under the size floor never reach a worker.
-      const small = new IngestPool({ threads: 1, minBytes: 1 << 20, workerUrl: pathToFileURL(script) })
-      expect((await small.prepare(Buffer.from(body), HOSTILE_NOW, 10_000)).ok).toBe(true)
+      const small = new IngestPool({ threads: 1, minBytes: 1 << 20, workerUrl: pathToFileURL(crash) })
+      expect((await small.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
       await small.close()
     } finally {
       await pool.close()
