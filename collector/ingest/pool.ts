@@ -65,9 +65,11 @@ export class IngestPool {
     let thread = this.#pool[0]!
     for (const t of this.#pool) if (t.waiting.size < thread.waiting.size) thread = t
     const id = this.#nextId++
-    // Moved, not copied, when the bytes are the whole of their buffer (a large body read off the socket is).
+    // Moved, not copied, when the bytes are the whole of their buffer (a large body read off the socket is);
+    // else copied into a buffer of their own: a small Buffer is a view of Node's shared pool, which cannot be
+    // moved (Node 24 refuses it).
     const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength
-    const own = whole ? body : body.slice()
+    const own = whole ? body : new Uint8Array(body)
     return new Promise<PreparedBody>((resolve, reject) => {
       thread.waiting.set(id, { resolve, reject })
       const job: IngestJob = { id, body: own, nowMs, finestMs }

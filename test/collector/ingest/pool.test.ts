@@ -126,6 +126,20 @@ describe('ingest workers', () => {
     expect((await onWorker.store.services()).filter((s) => s.service === 'svc2').length).toBe(1000)
   }, 60_000)
 
+  it("copies a small body out of Node's shared Buffer pool instead of moving the pool", async () => {
+    const pool = new IngestPool({ threads: 1, minBytes: 0, workerUrl: WORKER })
+    try {
+      const neighbour = Buffer.from('a neighbour in the same pool')
+      const body = Buffer.from(JSON.stringify(hostileReport(1)))
+      expect(body.buffer).toBe(neighbour.buffer)
+      expect((await pool.prepare(body, HOSTILE_NOW, 10_000)).ok).toBe(true)
+      expect(neighbour.toString()).toBe('a neighbour in the same pool')
+      expect(JSON.parse(body.toString()).seq).toBe(1)
+    } finally {
+      await pool.close()
+    }
+  })
+
   it('fails what a dying worker held, replaces it, and stops replacing one that dies as it starts', async () => {
     const crashDir = mkdtempSync(join(tmpdir(), 'tg-ingest-crash-'))
     // A worker that dies on its first job, and one that cannot even load.
