@@ -17,7 +17,7 @@ import type { Bench, BenchResult } from './table.js'
  * ingest worker threads (0: every body prepared on the collector's thread; bodies under 256 KiB always are, so
  * workers only change the 10,000-series shapes, which run with none, one and two in the same run).
  */
-const SHAPES: ReadonlyArray<readonly [series: number, agents: number, workers: number]> = [
+const DEFAULT_SHAPES: ReadonlyArray<readonly [series: number, agents: number, workers: number]> = [
   [1, 1, 0],
   [100, 1, 0],
   [10_000, 1, 0],
@@ -28,7 +28,9 @@ const SHAPES: ReadonlyArray<readonly [series: number, agents: number, workers: n
   [10_000, 4, 1],
   [10_000, 4, 2],
 ]
-const BUDGET_MS = 4000
+/** `TG_BENCH_INGEST_SHAPES=10000x8x0,10000x8x4` (series × in flight × workers) replaces the shapes, e.g. on many cores. */
+const SHAPES = parseShapes(process.env['TG_BENCH_INGEST_SHAPES']) ?? DEFAULT_SHAPES
+const BUDGET_MS = Number(process.env['TG_BENCH_INGEST_BUDGET_MS'] ?? 4000)
 const MIN_REPORTS = 3
 const TOKEN = 'bench-agent-token'
 const NOW = Date.UTC(2026, 10, 21, 13, 37, 25)
@@ -131,6 +133,16 @@ const bench: Bench = {
   },
 }
 export default bench
+
+function parseShapes(text: string | undefined): Array<[number, number, number]> | undefined {
+  if (text === undefined || text.trim() === '') return undefined
+  return text.split(',').map((part) => {
+    const m = /^(\d+)x(\d+)x(\d+)$/.exec(part.trim())
+    if (m === null)
+      throw new Error(`TG_BENCH_INGEST_SHAPES: "${part}" is not SERIESxIN_FLIGHTxWORKERS (e.g. 10000x8x4)`)
+    return [Number(m[1]), Number(m[2]), Number(m[3])]
+  })
+}
 
 /** The same 64 histograms (≈ 100 requests each) in the sparse encoding and in the pre-#12 HDR encoding. */
 function histogramPools(): { pool: string[]; hdrPool: string[] } {
