@@ -168,7 +168,7 @@ function schemaProblems(
       line: lineOf(path),
       field,
       message:
-        e.message +
+        (unionMessage(e.schema) ?? e.message) +
         // Never echo a secret into an error message (a too-short token would be printed in full).
         (e.value !== undefined && typeof e.value !== 'object' && !/^(token|secret)$/.test(path.at(-1) ?? '')
           ? ` (got ${JSON.stringify(e.value)})`
@@ -176,6 +176,46 @@ function schemaProblems(
     })
   }
   return out
+}
+
+/**
+ * A readable message for a value that matched none of a union's members ("expected an integer 0-64 or
+ * \"auto\""), instead of TypeBox's "Expected union value"; undefined for any other schema.
+ */
+function unionMessage(schema: TSchema): string | undefined {
+  const members = (schema as { anyOf?: TSchema[] }).anyOf
+  if (!Array.isArray(members)) return undefined
+  const describe = (m: TSchema): string => {
+    const s = m as {
+      const?: unknown
+      type?: string
+      minimum?: number
+      maximum?: number
+      pattern?: string
+      minLength?: number
+    }
+    if ('const' in s) return JSON.stringify(s.const)
+    const range =
+      s.minimum !== undefined && s.maximum !== undefined
+        ? ` ${s.minimum}-${s.maximum}`
+        : s.minimum !== undefined
+          ? ` ≥ ${s.minimum}`
+          : s.maximum !== undefined
+            ? ` ≤ ${s.maximum}`
+            : ''
+    if (s.type === 'integer') return `an integer${range}`
+    if (s.type === 'number') return `a number${range}`
+    if (s.type === 'null') return 'null'
+    if (s.type === 'string')
+      return s.pattern !== undefined
+        ? `a string matching ${s.pattern}`
+        : s.minLength !== undefined
+          ? `a string of at least ${s.minLength} characters`
+          : 'a string'
+    return s.type ?? 'another value'
+  }
+  const all = members.map(describe)
+  return `expected ${all.length === 1 ? all[0] : `${all.slice(0, -1).join(', ')} or ${all.at(-1)}`}`
 }
 
 /** Environment variables tailguard reads. Tokens from env are never printed back. */

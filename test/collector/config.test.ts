@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest'
 import { CONFIG_DEFAULTS, parseConfigText, resolveConfig } from '../../collector/config/index.js'
 
+/** The message parseConfigText throws for `text` ('' when it parses). */
+function problemsOf(text: string, file: string): string {
+  try {
+    parseConfigText(text, file)
+    return ''
+  } catch (err) {
+    return (err as Error).message
+  }
+}
+
 describe('config', () => {
   it('fills every section from defaults and takes partial nested sections', () => {
     const file = parseConfigText(
@@ -52,12 +62,7 @@ describe('config', () => {
       'start:',
       '  demoSpeed: -1',
     ].join('\n')
-    let message = ''
-    try {
-      parseConfigText(text, 'bad.yaml')
-    } catch (err) {
-      message = (err as Error).message
-    }
+    const message = problemsOf(text, 'bad.yaml')
     expect(message).toContain(
       'bad.yaml:3: collector.port: Expected integer to be less or equal to 65535 (got 99999)',
     )
@@ -67,6 +72,25 @@ describe('config', () => {
     expect(message).toContain('bad.yaml:7: collector.retention.5s: Unexpected property')
     expect(message).toMatch(/bad\.yaml:10: agent\.mapping\.spanNamePhases\.infer: .*\(got "warp"\)/)
     expect(message).toMatch(/bad\.yaml:12: start\.demoSpeed: .*\(got -1\)/)
+  })
+
+  it('names the accepted values when a value matches none of a union', () => {
+    const text = [
+      'version: 1',
+      'collector:',
+      '  ingestWorkers: many',
+      '  apiTokens: [{ token: abcdefghijklmnopqrstu, scope: god }]',
+      '  slos: 3',
+    ].join('\n')
+    const message = problemsOf(text, 'u.yaml')
+    expect(message).toContain(
+      'u.yaml:3: collector.ingestWorkers: expected an integer 0-64 or "auto" (got "many")',
+    )
+    expect(message).toContain('u.yaml:4: collector.apiTokens.0.scope: expected "read" or "admin" (got "god")')
+    expect(message).toContain('u.yaml:5: collector.slos: expected a string or null (got 3)')
+    expect(message).not.toContain('union value')
+    expect(resolveConfig({}).collector.ingestWorkers).toBe('auto')
+    expect(resolveConfig({ flags: { collector: { ingestWorkers: 2 } } }).collector.ingestWorkers).toBe(2)
   })
 
   it('reports YAML syntax errors with their line', () => {
