@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { availableParallelism } from 'node:os'
 import { buildCollector } from './app.js'
 import type { TailguardConfig } from './config/index.js'
 import { createStore, storeDatabase } from './store/index.js'
@@ -11,6 +12,7 @@ import { createControllerStore } from './controllers/persistence.js'
 import type { Store } from './store/types.js'
 import { CliError } from './cli/command.js'
 import { dashboardDistDir } from './paths.js'
+import { resolveIngestWorkers } from './ingest/pool.js'
 import { parseDurationMs } from './time.js'
 import { latencyThresholds } from './live/service-figures.js'
 
@@ -79,12 +81,17 @@ export async function runCollector(
     }
     logger.info(`loaded ${loaded.slos.length} SLO(s) from ${c.slos}`)
   }
+  const ingestWorkers = resolveIngestWorkers(c.ingestWorkers)
+  if (ingestWorkers > 0)
+    logger.info(
+      `ingest workers: ${ingestWorkers}${c.ingestWorkers === 'auto' ? ` (auto, ${availableParallelism()} cores)` : ''}`,
+    )
   const app = await buildCollector(
     {
       tokens: [...c.apiTokens, ...c.agentTokens.map((t) => ({ ...t, scope: 'agent' as const }))],
       reportBodyLimitBytes: c.reportBodyLimitBytes,
       bodyLimitBytes: c.bodyLimitBytes,
-      ingestWorkers: c.ingestWorkers,
+      ingestWorkers,
       ingestWorkerMinBytes: c.ingestWorkerMinBytes,
       dashboardDir: dashboardDistDir(),
       metricsPublic: c.metricsPublic,

@@ -2,13 +2,13 @@ import type { FastifyInstance } from 'fastify'
 import type { RegisterCommand } from './command.js'
 import {
   assertPortsFree,
-  intArg,
   listening,
   loadConfig,
   makeLogger,
   portArg,
   untilSignal,
   withCommonOptions,
+  workersArg,
 } from './options.js'
 import { runCollector } from '../run.js'
 
@@ -21,7 +21,7 @@ interface CollectorFlags {
   db?: string
   slos?: string
   metricsPublic?: boolean
-  ingestWorkers?: number
+  ingestWorkers?: number | 'auto'
 }
 
 /**
@@ -60,8 +60,8 @@ function registerCollectorWith(
       .option('--metrics-public', 'serve /metrics without a token')
       .option(
         '--ingest-workers <n>',
-        'threads that parse and check large report bodies beside the main one (default 0; for spare cores)',
-        intArg('--ingest-workers', 0),
+        "threads that parse and check large report bodies beside the main one: a number, or 'auto' (default: up to 4, leaving 2 cores; none below 4 cores)",
+        workersArg('--ingest-workers'),
       ),
   )
     .addHelpText(

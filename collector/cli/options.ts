@@ -30,6 +30,17 @@ export function intArg(flag: string, min = 1) {
   }
 }
 
+/** Parses a worker count: an integer 0-64 or `auto`, naming the flag in the error. */
+export function workersArg(flag: string) {
+  return (value: string): number | 'auto' => {
+    if (value === 'auto') return 'auto'
+    const n = Number(value)
+    if (value.trim() === '' || !Number.isInteger(n) || n < 0 || n > 64)
+      throw new CliError(`${flag}: expected 'auto' or an integer 0-64, got '${value}'`)
+    return n
+  }
+}
+
 /** Parses a flag value as a number in (min, max], naming the flag in the error. */
 export function numberArg(flag: string, min: number, max: number) {
   return (value: string): number => {

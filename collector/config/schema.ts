@@ -27,8 +27,11 @@ export const CollectorSection = Type.Object(
     ),
     reportBodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 }),
     bodyLimitBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 }),
-    /** Threads that parse, check and prepare large report bodies beside the collector's own (0: none). */
-    ingestWorkers: Type.Integer({ minimum: 0, maximum: 64 }),
+    /**
+     * Threads that parse, check and prepare large report bodies beside the collector's own (0: none; `auto`: by
+     * the cores this process may use, see {@link resolveIngestWorkers}).
+     */
+    ingestWorkers: Type.Union([Type.Integer({ minimum: 0, maximum: 64 }), Type.Literal('auto')]),
     /** Report bodies of at least this many bytes go to an ingest worker; smaller ones are prepared in place. */
     ingestWorkerMinBytes: Type.Integer({ minimum: 0, maximum: 256 * 1024 * 1024 }),
     compactEveryMs: Type.Integer({ minimum: 1000 }),
@@ -618,7 +621,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     reportBodyLimitBytes: 16 * 1024 * 1024,
     bodyLimitBytes: 1024 * 1024,
     // Off: on a 2-core machine they measured no gain (docs/benchmarks.md, ingest); for collectors with spare cores.
-    ingestWorkers: 0,
+    ingestWorkers: 'auto',
     ingestWorkerMinBytes: 256 * 1024,
     compactEveryMs: 60_000,
     requestTimeoutMs: 60_000,

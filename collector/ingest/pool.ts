@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { prepareBody } from './body.js'
@@ -26,6 +27,25 @@ interface Thread {
 const MIN_WORKER_LIFE_MS = 1000
 /** How long close() lets the workers finish what they hold. */
 const CLOSE_GRACE_MS = 10_000
+
+/** At most this many workers for `auto`: on 16 cores 4 workers beat 8 (docs/scale.md, ingest workers). */
+const AUTO_MAX_WORKERS = 4
+
+/**
+ * The worker count for `collector.ingestWorkers`: a number is taken as it is; `auto` leaves two cores to the
+ * collector's own thread and the database (none below 4 cores, where workers measured no gain) and uses at most
+ * {@link AUTO_MAX_WORKERS}.
+ *
+ * @example resolveIngestWorkers('auto', 16) // 4
+ * @example resolveIngestWorkers('auto', 2) // 0
+ */
+export function resolveIngestWorkers(
+  setting: number | 'auto',
+  cores: number = availableParallelism(),
+): number {
+  if (setting !== 'auto') return setting
+  return cores < 4 ? 0 : Math.min(AUTO_MAX_WORKERS, cores - 2)
+}
 
 /** The compiled worker next to this module; absent when the project runs from TypeScript sources (tests). */
 const DEFAULT_WORKER = new URL('./worker.js', import.meta.url)

@@ -149,10 +149,13 @@ describe('the tailguard binary', () => {
     const badPort = await tailguard(['collector', '--port', '70000'])
     expect(badPort.code).toBe(2)
     expect(badPort.stderr).toMatch(/--port: expected a port number 0-65535, got '70000'/)
+    const badWorkers = await tailguard(['collector', '--ingest-workers', 'many'])
+    expect(badWorkers.code).toBe(2)
+    expect(badWorkers.stderr).toMatch(/--ingest-workers: expected 'auto' or an integer 0-64, got 'many'/)
     const badPolicy = await tailguard(['sim', '--pattern', 'poisson', '--policy', 'nope'])
     expect(badPolicy.code).toBe(2)
     expect(badPolicy.stderr).toMatch(/--policy: unknown policy "nope"/)
-  }, 180_000) // eight CLI runs
+  }, 180_000) // nine CLI runs
 
   it('says which agent token is missing, without naming the collector’s settings', async () => {
     const r = await tailguard(['agent', '--otlp-port', '0', '--no-nvml'], { TAILGUARD_AGENT_TOKEN: '' })

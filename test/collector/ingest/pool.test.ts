@@ -10,9 +10,10 @@ import { seededRandom } from '../../../agent/demo/fleet.js'
 import { buildCollector } from '../../../collector/app.js'
 import { createStore } from '../../../collector/index.js'
 import type { Store } from '../../../collector/index.js'
-import { IngestPool } from '../../../collector/ingest/pool.js'
+import { IngestPool, resolveIngestWorkers } from '../../../collector/ingest/pool.js'
 import { packageRoot } from '../../../collector/paths.js'
-import { assertBuilt } from '../../helpers/cli.js'
+import { assertBuilt, spawnCli } from '../../helpers/cli.js'
+import { freePort } from '../../helpers/ports.js'
 import { AGENT, HOSTILE_NOW, hostileReport, mutateJsonText } from '../../helpers/hostile.js'
 import { latenciesUs, makeReport, rng } from '../../helpers/reports.js'
 
@@ -189,4 +190,54 @@ describe('ingest workers', () => {
     expect(answer).toEqual({ ok: false, problem: { kind: 'invalid-json' } })
     await pool.close()
   })
+
+  it("takes 'auto' as up to 4 workers leaving 2 cores, none below 4 cores", () => {
+    expect([1, 2, 3, 4, 5, 6, 8, 16, 64].map((cores) => resolveIngestWorkers('auto', cores))).toEqual([
+      0, 0, 0, 2, 3, 4, 4, 4, 4,
+    ])
+    expect(resolveIngestWorkers(0, 16)).toBe(0)
+    expect(resolveIngestWorkers(7, 2)).toBe(7)
+  })
+
+  it('tailguard collector --ingest-workers 2 starts two workers and stores a large report through them', async () => {
+    const port = await freePort()
+    const cli = spawnCli(
+      ['collector', '--port', String(port), '--db', join(dir, 'cli.db'), '--ingest-workers', '2'],
+      { TAILGUARD_AGENT_TOKEN: AGENT, TAILGUARD_API_TOKEN: 'api-token-ingest-workers-0123' },
+    )
+    try {
+      await cli.waitFor(/listening on http/, 30_000)
+      await cli.waitFor(/ingest workers: 2\b/)
+      const next = rng(5)
+      const report = makeReport({
+        instance: 'cli-large',
+        seq: 1,
+        startMs: Date.now() - 60_000,
+        series: Array.from({ length: 2000 }, (_, i) => ({
+          labels: { service: 'cli-svc', replica: `r${i}` },
+          samples: { total: latenciesUs(next, 10, 40_000) },
+          ok: 10,
+        })),
+      })
+      const body = JSON.stringify(report)
+      // Over the 256 KiB floor: the body goes to a worker.
+      expect(body.length).toBeGreaterThan(256 * 1024)
+      const send = () =>
+        fetch(`http://127.0.0.1:${port}/api/v1/reports`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+          body,
+        }).then(async (r) => ({ status: r.status, body: await r.json() }))
+      expect(await send()).toEqual({ status: 200, body: { status: 'stored', seq: 1 } })
+      expect(await send()).toEqual({ status: 200, body: { status: 'duplicate', seq: 1 } })
+      const truncated = await fetch(`http://127.0.0.1:${port}/api/v1/reports`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+        body: body.slice(0, body.length - 10),
+      })
+      expect(truncated.status).toBe(400)
+    } finally {
+      expect(await cli.kill()).toBe(0)
+    }
+  }, 60_000)
 })
