@@ -620,7 +620,7 @@ export const CONFIG_DEFAULTS: TailguardConfig = {
     agentTokens: [],
     reportBodyLimitBytes: 16 * 1024 * 1024,
     bodyLimitBytes: 1024 * 1024,
-    // Off: on a 2-core machine they measured no gain (docs/benchmarks.md, ingest); for collectors with spare cores.
+    // auto: none below 4 cores (no gain measured on 2), up to 4 on many (docs/scale.md, ingest workers).
     ingestWorkers: 'auto',
     ingestWorkerMinBytes: 256 * 1024,
     compactEveryMs: 60_000,

@@ -53,8 +53,8 @@ const DEFAULT_WORKER = new URL('./worker.js', import.meta.url)
 /**
  * Ingest worker threads: report bodies of at least `minBytes` are parsed, checked and prepared on one of
  * `threads` workers (the least busy), so that the collector's thread only receives bodies and writes rows;
- * smaller bodies are prepared in place (a thread hop costs more than they do). A worker that dies fails what it
- * held (500) and is replaced, unless it died as it started.
+ * smaller bodies are prepared in place (a thread hop costs more than they do). The workers start with the first
+ * large body. A worker that dies fails what it held (500) and is replaced, unless it died as it started.
  *
  * @example
  * ```ts
@@ -69,17 +69,28 @@ export class IngestPool {
   readonly #pool: Thread[] = []
   #nextId = 1
   #closed = false
+  #started = false
 
-  constructor(opts: { readonly threads: number; readonly minBytes: number; readonly workerUrl?: URL }) {
+  /**
+   * `eager`: start the workers now; by default they start with the first body of `minBytes` or more (an idle
+   * worker holds ~27 MB, and a fleet of small reports never needs one).
+   */
+  constructor(opts: {
+    readonly threads: number
+    readonly minBytes: number
+    readonly workerUrl?: URL
+    readonly eager?: boolean
+  }) {
     this.#workerUrl = opts.workerUrl ?? DEFAULT_WORKER
     // From TypeScript sources there is no compiled worker to start: everything is prepared in place.
     this.threads = existsSync(fileURLToPath(this.#workerUrl)) ? Math.max(0, Math.floor(opts.threads)) : 0
     this.#minBytes = opts.minBytes
-    for (let i = 0; i < this.threads; i++) this.#pool.push(this.#spawn())
+    if (opts.eager === true) this.#start()
   }
 
   /** {@link prepareBody} of `body`, on a worker when it is large enough and one runs; `body` is moved there. */
   prepare(body: Uint8Array, nowMs: number, finestMs: number): Promise<PreparedBody> {
+    if (body.length >= this.#minBytes && !this.#closed) this.#start()
     if (this.#pool.length === 0 || body.length < this.#minBytes || this.#closed)
       return Promise.resolve().then(() => prepareBody(body, nowMs, finestMs))
     let thread = this.#pool[0]!
@@ -113,6 +124,13 @@ export class IngestPool {
   /** Workers running now (fewer than `threads` once one kept dying as it started). */
   get running(): number {
     return this.#pool.length
+  }
+
+  /** Starts the workers, once. */
+  #start(): void {
+    if (this.#started) return
+    this.#started = true
+    for (let i = 0; i < this.threads; i++) this.#pool.push(this.#spawn())
   }
 
   #spawn(): Thread {

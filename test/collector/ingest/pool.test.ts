@@ -10,6 +10,7 @@ import { seededRandom } from '../../../agent/demo/fleet.js'
 import { buildCollector } from '../../../collector/app.js'
 import { createStore } from '../../../collector/index.js'
 import type { Store } from '../../../collector/index.js'
+import { prepareBody } from '../../../collector/ingest/body.js'
 import { IngestPool, resolveIngestWorkers } from '../../../collector/ingest/pool.js'
 import { packageRoot } from '../../../collector/paths.js'
 import { assertBuilt, spawnCli } from '../../helpers/cli.js'
@@ -151,7 +152,7 @@ describe('ingest workers', () => {
     )
     const broken = join(crashDir, 'broken.mjs')
     writeFileSync(broken, "throw new Error('cannot load')\n")
-    const pool = new IngestPool({ threads: 1, minBytes: 0, workerUrl: pathToFileURL(crash) })
+    const pool = new IngestPool({ threads: 1, minBytes: 0, workerUrl: pathToFileURL(crash), eager: true })
     const body = () => Buffer.from(JSON.stringify(hostileReport(1)))
     try {
       // Past its first second, a worker that dies is replaced.
@@ -164,7 +165,12 @@ describe('ingest workers', () => {
       await expect(pool.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(/exited/)
       expect(pool.running).toBe(0)
       expect((await pool.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
-      const unloadable = new IngestPool({ threads: 2, minBytes: 0, workerUrl: pathToFileURL(broken) })
+      const unloadable = new IngestPool({
+        threads: 2,
+        minBytes: 0,
+        workerUrl: pathToFileURL(broken),
+        eager: true,
+      })
       await new Promise((r) => setTimeout(r, 500))
       expect(unloadable.running).toBe(0)
       expect((await unloadable.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
@@ -189,6 +195,38 @@ describe('ingest workers', () => {
     const answer = await pool.prepare(Buffer.from('{'), HOSTILE_NOW, 10_000)
     expect(answer).toEqual({ ok: false, problem: { kind: 'invalid-json' } })
     await pool.close()
+  })
+
+  it('starts its workers with the first large body, not before', async () => {
+    const pool = new IngestPool({ threads: 2, minBytes: 4096, workerUrl: WORKER })
+    try {
+      expect(pool.running).toBe(0)
+      const small = Buffer.from(JSON.stringify(hostileReport(1)))
+      expect(small.length).toBeLessThan(4096)
+      expect((await pool.prepare(small, HOSTILE_NOW, 10_000)).ok).toBe(true)
+      expect(pool.running).toBe(0)
+      const next = rng(11)
+      const text = JSON.stringify(
+        makeReport({
+          instance: 'lazy',
+          seq: 2,
+          startMs: HOSTILE_NOW - 60_000,
+          series: Array.from({ length: 40 }, (_, i) => ({
+            labels: { service: 'lazy', replica: `r${i}` },
+            samples: { total: latenciesUs(next, 20, 40_000) },
+            ok: 20,
+          })),
+        }),
+      )
+      expect(text.length).toBeGreaterThan(4096)
+      const inPlace = prepareBody(Buffer.from(text), HOSTILE_NOW, 10_000)
+      const answer = await pool.prepare(Buffer.from(text), HOSTILE_NOW, 10_000)
+      expect(pool.running).toBe(2)
+      expect(answer.ok).toBe(true)
+      expect(answer).toEqual(inPlace)
+    } finally {
+      await pool.close()
+    }
   })
 
   it("takes 'auto' as up to 4 workers leaving 2 cores, none below 4 cores", () => {
