@@ -81,10 +81,11 @@ export async function runCollector(
     }
     logger.info(`loaded ${loaded.slos.length} SLO(s) from ${c.slos}`)
   }
-  const ingestWorkers = resolveIngestWorkers(c.ingestWorkers)
+  const cores = availableParallelism()
+  const ingestWorkers = resolveIngestWorkers(c.ingestWorkers, cores)
   if (ingestWorkers > 0)
     logger.info(
-      `ingest workers: ${ingestWorkers}${c.ingestWorkers === 'auto' ? ` (auto, ${availableParallelism()} cores)` : ''}`,
+      `ingest workers: ${ingestWorkers}${c.ingestWorkers === 'auto' ? ` (auto, ${cores} cores)` : ''}`,
     )
   const app = await buildCollector(
     {

@@ -90,9 +90,10 @@ export class IngestPool {
 
   /** {@link prepareBody} of `body`, on a worker when it is large enough and one runs; `body` is moved there. */
   prepare(body: Uint8Array, nowMs: number, finestMs: number): Promise<PreparedBody> {
-    if (body.length >= this.#minBytes && !this.#closed) this.#start()
-    if (this.#pool.length === 0 || body.length < this.#minBytes || this.#closed)
-      return Promise.resolve().then(() => prepareBody(body, nowMs, finestMs))
+    const inPlace = () => Promise.resolve().then(() => prepareBody(body, nowMs, finestMs))
+    if (body.length < this.#minBytes || this.#closed) return inPlace()
+    this.#start()
+    if (this.#pool.length === 0) return inPlace()
     let thread = this.#pool[0]!
     for (const t of this.#pool) if (t.waiting.size < thread.waiting.size) thread = t
     const id = this.#nextId++
