@@ -74,6 +74,8 @@ export interface H1PoolOptions {
   readonly bodyTimeoutMs: number
   /** An idle connection is closed after this long (sooner when the upstream's `keep-alive: timeout` says so). */
   readonly idleTimeoutMs?: number
+  /** Idle connections keep no process alive (`socket.unref()` while idle); for the agent's own requests. */
+  readonly unrefIdle?: boolean
 }
 
 /** Longest response head taken from an upstream (status line and headers). */
@@ -226,6 +228,7 @@ class Conn {
     this.job = job
     job.conn = this
     this.uses++
+    if (this.pool.opts.unrefIdle === true) this.socket.ref()
     this.head = null
     this.headersDone = false
     this.keepAlive = true
@@ -759,6 +762,7 @@ export class H1Pool {
       return
     }
     c.setTimeout(c.idleUntil)
+    if (this.opts.unrefIdle === true) c.socket.unref()
     this.#free.push(c)
   }
 

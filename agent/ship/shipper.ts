@@ -3,6 +3,8 @@ import { REPORT_LIMITS, REPORT_VERSION, ReportSeriesSchema, strictValidator } fr
 import type { IntervalReport, ReportSeries, SeriesLabels, SeriesSignals } from '../../collector/index.js'
 import type { Recorder } from '../recorder.js'
 import type { Spool } from './spool.js'
+import { createH1Fetch } from '../proxy/h1-fetch.js'
+import type { HttpFetch } from '../proxy/h1-fetch.js'
 import { openDeadLetter } from './dead-letter.js'
 import type { DeadLetterBox } from './dead-letter.js'
 
@@ -34,7 +36,8 @@ export interface ShipperOptions {
   /** Retry delays; a refused token (401/403) backs off up to `authMaxMs` (default 60 s), as only a person fixes it. */
   readonly backoff?: { readonly baseMs: number; readonly maxMs: number; readonly authMaxMs?: number }
   readonly requestTimeoutMs?: number
-  readonly fetchImpl?: typeof fetch
+  /** How reports are sent (default: the agent's own HTTP/1.1 client, `createH1Fetch`, closed by `stop`). */
+  readonly fetchImpl?: HttpFetch
   /**
    * Where reports the collector refuses as bad (400, 413 for one series, 422) go, with the reason, instead
    * of blocking the reports behind them (default: a memory box of 100).
@@ -79,7 +82,8 @@ export interface ShipperStats {
 export function createShipper(opts: ShipperOptions) {
   const clock = opts.clock ?? Date.now
   const log = opts.log ?? (() => {})
-  const doFetch = opts.fetchImpl ?? fetch
+  const own = opts.fetchImpl === undefined ? createH1Fetch({ connectionsPerOrigin: 1 }) : null
+  const doFetch: HttpFetch = opts.fetchImpl ?? own!
   const backoff = opts.backoff ?? { baseMs: 500, maxMs: 30_000 }
   const instance = randomUUID()
   const url = new URL('/api/v1/reports', opts.collectorUrl).href
@@ -322,6 +326,7 @@ export function createShipper(opts: ShipperOptions) {
       if (draining) await draining
       if (opts.spool.size > 0) await drainSpool()
       if (retryTimer) clearTimeout(retryTimer)
+      await own?.close()
     },
   }
 }

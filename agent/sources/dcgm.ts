@@ -2,6 +2,8 @@ import type { GpuField } from '../../collector/index.js'
 import { parsePromText } from '../gpu/prom-text.js'
 import type { PromSample } from '../gpu/prom-text.js'
 import { xidMessage } from '../gpu/nvml-constants.js'
+import { createH1Fetch } from '../proxy/h1-fetch.js'
+import type { HttpFetch } from '../proxy/h1-fetch.js'
 import { periodic } from './periodic.js'
 import type {
   GpuDeviceReading,
@@ -161,7 +163,8 @@ export interface DcgmSourceOptions {
   readonly every?: DurationMs
   /** Per-scrape timeout (default min(every, 5000) ms). */
   readonly timeoutMs?: DurationMs
-  readonly fetch?: typeof fetch
+  /** How `/metrics` is fetched (default: the agent's own HTTP/1.1 client, closed by `stop`). */
+  readonly fetch?: HttpFetch
   readonly log?: LogLine
   readonly clock?: () => number
 }
@@ -182,7 +185,8 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
   const url = options.url ?? DEFAULT_DCGM_URL
   const every = options.every ?? 1000
   const timeoutMs = options.timeoutMs ?? Math.min(every, 5000)
-  const doFetch = options.fetch ?? fetch
+  const own = options.fetch === undefined ? createH1Fetch({ connectionsPerOrigin: 1 }) : null
+  const doFetch: HttpFetch = options.fetch ?? own!
   const clock = options.clock ?? Date.now
   const log = options.log ?? (() => {})
   const listeners = new Set<GpuListener>()
@@ -254,6 +258,9 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
       sink = s
       poll.start()
     },
-    stop: () => poll.stop(),
+    async stop() {
+      await poll.stop()
+      await own?.close()
+    },
   }
 }

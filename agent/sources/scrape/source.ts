@@ -1,6 +1,8 @@
 import type { SeriesLabels } from '../../../collector/index.js'
 import type { DurationMs, SampleSink, Source, SourceStatus } from '../../types.js'
 import { parsePromText } from '../../gpu/prom-text.js'
+import { createH1Fetch } from '../../proxy/h1-fetch.js'
+import type { HttpFetch } from '../../proxy/h1-fetch.js'
 import { periodic } from '../periodic.js'
 import { SCRAPE_KINDS } from './adapters.js'
 import type { ScrapeKind, ServerKind } from './adapters.js'
@@ -67,7 +69,8 @@ export interface ScrapeOutcome {
 export interface ScrapeSourceOptions {
   /** The node label of every series. */
   readonly node: string
-  readonly fetch?: typeof fetch
+  /** How `/metrics` is fetched (default: the agent's own HTTP/1.1 client, closed by `stop`). */
+  readonly fetch?: HttpFetch
   readonly clock?: () => number
   /** Per-scrape timeout (default min(period, 5000) ms). */
   readonly timeoutMs?: DurationMs
@@ -90,7 +93,8 @@ export interface ScrapeSourceOptions {
 export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOptions): Source {
   const every = target.periodMs ?? 5000
   const timeoutMs = options.timeoutMs ?? Math.min(every, 5000)
-  const doFetch = options.fetch ?? fetch
+  const own = options.fetch === undefined ? createH1Fetch({ connectionsPerOrigin: 1 }) : null
+  const doFetch: HttpFetch = options.fetch ?? own!
   const clock = options.clock ?? Date.now
   const log = options.log ?? (() => {})
   const replica = target.replica ?? replicaOf(target.url)
@@ -207,6 +211,9 @@ export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOp
       sink = s
       poll.start()
     },
-    stop: () => poll.stop(),
+    async stop() {
+      await poll.stop()
+      await own?.close()
+    },
   }
 }
