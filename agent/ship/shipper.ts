@@ -153,6 +153,7 @@ export function createShipper(opts: ShipperOptions) {
     }
     if (series.length > 0 || Object.keys(dropped).length > 0 || hasGpus) {
       const chunks = chunkSeries(series, maxSeries, maxBytes)
+      const reports: IntervalReport[] = []
       chunks.forEach((part, i) => {
         const report: IntervalReport = {
           version: REPORT_VERSION,
@@ -164,15 +165,16 @@ export function createShipper(opts: ShipperOptions) {
           ...(i === 0 && Object.keys(dropped).length > 0 ? { dropped } : {}),
           ...(i === 0 && hasGpus ? { gpus: extras.gpus } : {}),
         }
-        spoolReport(report)
+        reports.push(report)
       })
+      for (const report of reports) await spoolReport(report)
       stats.splits += chunks.length - 1
     }
     intervalStart = end
   }
 
-  function spoolReport(report: IntervalReport): void {
-    const { dropped: evicted } = opts.spool.add(report)
+  async function spoolReport(report: IntervalReport): Promise<void> {
+    const { dropped: evicted } = await opts.spool.add(report)
     if (evicted > 0) {
       stats.spoolDropped += evicted
       log('warn', `spool over its size limit: dropped the ${evicted} oldest unsent report(s)`)
@@ -180,13 +182,13 @@ export function createShipper(opts: ShipperOptions) {
   }
 
   /** A report the collector refused as bad: split it when it was too large, else dead-letter it. */
-  function refused(report: IntervalReport, status: number, reason: string): boolean {
+  async function refused(report: IntervalReport, status: number, reason: string): Promise<boolean> {
     if (status === 413 && report.series.length > 1) {
       const half = Math.ceil(report.series.length / 2)
       const { series, ...rest } = report
-      spoolReport({ ...rest, seq: ++seq, series: series.slice(0, half) })
+      await spoolReport({ ...rest, seq: ++seq, series: series.slice(0, half) })
       const { dropped: _d, gpus: _g, ...bare } = rest
-      spoolReport({ ...bare, seq: ++seq, series: series.slice(half) })
+      await spoolReport({ ...bare, seq: ++seq, series: series.slice(half) })
       stats.splits++
       log('warn', `collector refused report seq ${report.seq} as too large (413): split it in two`)
       return true
@@ -200,13 +202,13 @@ export function createShipper(opts: ShipperOptions) {
     return false
   }
 
-  async function send(report: IntervalReport): Promise<SendResult> {
+  async function send(body: string): Promise<SendResult> {
     stats.sent++
     try {
       const res = await doFetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${opts.token}` },
-        body: JSON.stringify(report),
+        body,
         signal: AbortSignal.timeout(opts.requestTimeoutMs ?? 15_000),
       })
       const text = await res.text()
@@ -234,7 +236,7 @@ export function createShipper(opts: ShipperOptions) {
     let resplit = false
     for (const item of opts.spool.pending()) {
       if (stopped && retryTimer) return
-      const result = await send(item.report)
+      const result = await send(item.body)
       switch (result.kind) {
         case 'acked':
           opts.spool.remove(item.key)
@@ -250,7 +252,7 @@ export function createShipper(opts: ShipperOptions) {
           opts.spool.remove(item.key)
           stats.rejected++
           stats.lastError = result.reason
-          if (refused(item.report, result.status, result.reason)) resplit = true
+          if (await refused(item.report, result.status, result.reason)) resplit = true
           break
         case 'retryable': {
           stats.failures++

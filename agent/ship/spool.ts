@@ -1,15 +1,5 @@
-import {
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-  openSync,
-  fsyncSync,
-  closeSync,
-} from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs'
+import { open, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { IntervalReport } from '../../collector/index.js'
 
@@ -17,23 +7,28 @@ import type { IntervalReport } from '../../collector/index.js'
 export interface SpooledReport {
   readonly key: string
   readonly report: IntervalReport
+  /** The report as JSON, as spooled and as sent (encoded once). */
+  readonly body: string
   readonly bytes: number
 }
 
 /**
  * Reports not yet acknowledged by the collector. The disk spool writes each report to its own file
  * (write to a temp name, fsync, rename) before the first send, so a crash of the agent or an outage of the
- * collector loses nothing that was spooled; the memory spool is for tests and `--spool-dir ''`.
+ * collector loses nothing that was spooled; the memory spool is for tests and `--spool-dir ''`. The writes and the
+ * fsync run off the event loop (a proxy in the same process keeps serving meanwhile); `add` settles, and the
+ * report is pending, only once it is durable.
  * Bounded: past `maxBytes` the oldest reports are dropped and counted.
  *
  * @example
  * ```ts
  * const spool = openSpool({ dir: '/var/lib/tailguard/spool', maxBytes: 64 << 20 })
- * spool.add(report); for (const r of spool.pending()) await send(r.report).then(() => spool.remove(r.key))
+ * await spool.add(report); for (const r of spool.pending()) await send(r.body).then(() => spool.remove(r.key))
  * ```
  */
 export interface Spool {
-  add(report: IntervalReport): { readonly dropped: number }
+  /** Settles once the report is kept (on disk: written and fsynced), with the count of old reports evicted. */
+  add(report: IntervalReport): Promise<{ readonly dropped: number }>
   /** Pending reports, oldest first (by instance start, then seq). */
   pending(): readonly SpooledReport[]
   remove(key: string): void
@@ -51,15 +46,17 @@ class MemorySpool implements Spool {
   get size(): number {
     return this.items.size
   }
-  add(report: IntervalReport): { dropped: number } {
+  async add(report: IntervalReport): Promise<{ dropped: number }> {
     const body = JSON.stringify(report)
-    const item = { key: keyOf(report), report, bytes: Buffer.byteLength(body) }
-    this.persist(item, body)
+    const item = { key: keyOf(report), report, body, bytes: Buffer.byteLength(body) }
+    await this.persist(item)
     this.items.set(item.key, item)
     this.bytes += item.bytes
     return { dropped: this.evict() }
   }
-  protected persist(_item: SpooledReport, _body: string): void {}
+  protected persist(_item: SpooledReport): Promise<void> {
+    return Promise.resolve()
+  }
   protected unpersist(_key: string): void {}
   pending(): readonly SpooledReport[] {
     return [...this.items.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
@@ -98,9 +95,10 @@ class DiskSpool extends MemorySpool {
       }
       if (!name.endsWith('.json')) continue
       try {
-        const report = JSON.parse(readFileSync(file, 'utf8')) as IntervalReport
+        const body = readFileSync(file, 'utf8')
+        const report = JSON.parse(body) as IntervalReport
         const key = name.slice(0, -'.json'.length)
-        const item = { key, report, bytes: statSync(file).size }
+        const item = { key, report, body, bytes: Buffer.byteLength(body) }
         this.items.set(key, item)
         this.bytes += item.bytes
       } catch {
@@ -109,18 +107,20 @@ class DiskSpool extends MemorySpool {
       }
     }
   }
-  protected override persist(item: SpooledReport, body: string): void {
+  protected override async persist(item: SpooledReport): Promise<void> {
     const tmp = join(this.dir, item.key + '.tmp')
-    writeFileSync(tmp, body)
-    const fd = openSync(tmp, 'r')
+    const fh = await open(tmp, 'w')
     try {
-      fsyncSync(fd)
+      await fh.writeFile(item.body)
+      await fh.sync()
     } finally {
-      closeSync(fd)
+      await fh.close()
     }
-    renameSync(tmp, join(this.dir, item.key + '.json'))
+    await rename(tmp, join(this.dir, item.key + '.json'))
   }
   protected override unpersist(key: string): void {
+    // Synchronous: an unlink is a metadata change, no fsync (a report acknowledged but still on disk after a
+    // crash is sent again, and the collector answers `duplicate`).
     try {
       unlinkSync(join(this.dir, key + '.json'))
     } catch {

@@ -26,21 +26,39 @@ afterEach(() => {
 })
 
 describe('spool', () => {
-  it('keeps reports on disk across a reopen, oldest first', () => {
+  it('keeps reports on disk across a reopen, oldest first', async () => {
     const dir = tmp()
     const a = openSpool({ dir, maxBytes: 1 << 20 })
-    for (const seq of [3, 1, 2]) a.add(report(seq))
+    for (const seq of [3, 1, 2]) await a.add(report(seq))
     a.remove(a.pending()[0]!.key)
     const b = openSpool({ dir, maxBytes: 1 << 20 })
     expect(b.pending().map((p) => p.report.seq)).toEqual([2, 3])
+    expect(b.pending().map((p) => p.body)).toEqual(a.pending().map((p) => p.body))
     expect(b.bytes).toBe(a.bytes)
     expect(readdirSync(dir).filter((f) => f.endsWith('.json'))).toHaveLength(2)
   })
 
-  it('drops the oldest reports past its size bound and says how many', () => {
+  it('writes and fsyncs off the event loop, and holds a report as pending only once it is on disk', async () => {
+    const dir = tmp()
+    const spool = openSpool({ dir, maxBytes: 1 << 20 })
+    let ticks = 0
+    const tick = setInterval(() => ticks++, 0)
+    const adding = spool.add(report(1, 'i-1', 1e6))
+    expect(spool.size).toBe(0)
+    expect(readdirSync(dir).filter((f) => f.endsWith('.json'))).toEqual([])
+    await adding
+    clearInterval(tick)
+    // The event loop ran timers while the file was written and fsynced (a synchronous write would block them).
+    expect(ticks).toBeGreaterThan(0)
+    expect(spool.size).toBe(1)
+    expect(readdirSync(dir)).toEqual([`${spool.pending()[0]!.key}.json`])
+    expect(JSON.parse(spool.pending()[0]!.body)).toEqual(report(1, 'i-1', 1e6))
+  })
+
+  it('drops the oldest reports past its size bound and says how many', async () => {
     const spool = openSpool({ dir: null, maxBytes: 600 })
     let dropped = 0
-    for (let seq = 1; seq <= 10; seq++) dropped += spool.add(report(seq)).dropped
+    for (let seq = 1; seq <= 10; seq++) dropped += (await spool.add(report(seq))).dropped
     expect(dropped).toBeGreaterThan(0)
     expect(spool.bytes).toBeLessThanOrEqual(600)
     const seqs = spool.pending().map((p) => p.report.seq)
