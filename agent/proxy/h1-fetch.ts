@@ -20,7 +20,25 @@ export interface HttpAnswer {
   readonly status: number
   /** Status 200-299. */
   readonly ok: boolean
+  /** Response headers by lowercase name (the first of repeated ones). */
+  readonly headers: { get(name: string): string | null }
   text(): Promise<string>
+}
+
+/** The headers of an answer, from the client's flat [lowercase name, value, …] list. */
+class AnswerHeaders {
+  constructor(private readonly flat: readonly string[]) {}
+  get(name: string): string | null {
+    const k = name.toLowerCase()
+    for (let i = 0; i < this.flat.length; i += 2) if (this.flat[i] === k) return this.flat[i + 1]!
+    return null
+  }
+}
+
+/** A line for a 3xx answer, which the agent's client does not follow: where it pointed. */
+export function redirectNote(res: HttpAnswer): string {
+  const to = res.headers.get('location')
+  return `HTTP ${res.status} redirect${to !== null ? ` to ${to.slice(0, 200)}` : ''} (redirects are not followed: use the final URL)`
 }
 
 export interface HttpInit {
@@ -52,6 +70,7 @@ export interface H1FetchOptions {
 /** Collects one response; settles the promise of {@link createH1Fetch}'s function. */
 class Collect implements UpstreamHandler {
   status = 0
+  headers: readonly string[] = []
   readonly chunks: Buffer[] = []
   bytes = 0
   ctl: UpstreamControl | null = null
@@ -72,9 +91,10 @@ class Collect implements UpstreamHandler {
     if (this.cancelled !== null) ctl.abort(this.cancelled)
   }
 
-  onResponseStart(ctl: UpstreamControl, status: number): void {
+  onResponseStart(ctl: UpstreamControl, status: number, headers: string[]): void {
     this.ctl = ctl
     this.status = status
+    this.headers = headers
   }
 
   onResponseData(ctl: UpstreamControl, chunk: Buffer): void {
@@ -93,6 +113,7 @@ class Collect implements UpstreamHandler {
     this.resolve({
       status,
       ok: status >= 200 && status < 300,
+      headers: new AnswerHeaders(this.headers),
       text: () => Promise.resolve(body.toString('utf8')),
     })
   }

@@ -3,7 +3,7 @@ import { REPORT_LIMITS, REPORT_VERSION, ReportSeriesSchema, strictValidator } fr
 import type { IntervalReport, ReportSeries, SeriesLabels, SeriesSignals } from '../../collector/index.js'
 import type { Recorder } from '../recorder.js'
 import type { Spool } from './spool.js'
-import { createH1Fetch } from '../proxy/h1-fetch.js'
+import { createH1Fetch, redirectNote } from '../proxy/h1-fetch.js'
 import type { HttpFetch } from '../proxy/h1-fetch.js'
 import { openDeadLetter } from './dead-letter.js'
 import type { DeadLetterBox } from './dead-letter.js'
@@ -223,6 +223,8 @@ export function createShipper(opts: ShipperOptions) {
           reason: `HTTP ${res.status}: ${text.slice(0, 200)}`,
           authStatus: res.status,
         }
+      // A redirect (not followed) is a wrong --collector URL: kept and retried until someone fixes it.
+      if (res.status >= 300 && res.status < 400) return { kind: 'retryable', reason: redirectNote(res) }
       if (res.status >= 500 || [408, 425, 429].includes(res.status))
         return { kind: 'retryable', reason: `HTTP ${res.status}: ${text.slice(0, 200)}` }
       return { kind: 'rejected', status: res.status, reason: text.slice(0, 500) }

@@ -2,7 +2,7 @@ import type { GpuField } from '../../collector/index.js'
 import { parsePromText } from '../gpu/prom-text.js'
 import type { PromSample } from '../gpu/prom-text.js'
 import { xidMessage } from '../gpu/nvml-constants.js'
-import { createH1Fetch } from '../proxy/h1-fetch.js'
+import { createH1Fetch, redirectNote } from '../proxy/h1-fetch.js'
 import type { HttpFetch } from '../proxy/h1-fetch.js'
 import { periodic } from './periodic.js'
 import type {
@@ -203,7 +203,8 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
         signal: AbortSignal.timeout(timeoutMs),
         headers: { accept: 'text/plain' },
       })
-      if (!res.ok) throw new Error(`HTTP ${res.status}`)
+      if (!res.ok)
+        throw new Error(res.status >= 300 && res.status < 400 ? redirectNote(res) : `HTTP ${res.status}`)
       text = await res.text()
     } catch (err) {
       const reason = `scrape ${url} failed: ${(err as Error).message}`

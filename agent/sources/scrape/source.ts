@@ -1,7 +1,7 @@
 import type { SeriesLabels } from '../../../collector/index.js'
 import type { DurationMs, SampleSink, Source, SourceStatus } from '../../types.js'
 import { parsePromText } from '../../gpu/prom-text.js'
-import { createH1Fetch } from '../../proxy/h1-fetch.js'
+import { createH1Fetch, redirectNote } from '../../proxy/h1-fetch.js'
 import type { HttpFetch } from '../../proxy/h1-fetch.js'
 import { periodic } from '../periodic.js'
 import { SCRAPE_KINDS } from './adapters.js'
@@ -125,7 +125,8 @@ export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOp
         signal: AbortSignal.timeout(timeoutMs),
         headers: { accept: 'text/plain;version=0.0.4' },
       })
-      if (!res.ok) throw new Error(`HTTP ${res.status}`)
+      if (!res.ok)
+        throw new Error(res.status >= 300 && res.status < 400 ? redirectNote(res) : `HTTP ${res.status}`)
       text = await res.text()
     } catch (err) {
       fail(`not answering: ${(err as Error).message}`)

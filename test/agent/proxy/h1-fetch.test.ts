@@ -77,9 +77,17 @@ describe('createH1Fetch', () => {
     for (const c of cases) {
       const a = await h1(srv.url + c.path, c.init)
       const b = await fetch(srv.url + c.path, c.init)
-      expect({ status: a.status, ok: a.ok, text: await a.text() }).toEqual({
+      expect({
+        status: a.status,
+        ok: a.ok,
+        type: a.headers.get('Content-Type'),
+        none: a.headers.get('x-absent'),
+        text: await a.text(),
+      }).toEqual({
         status: b.status,
         ok: b.ok,
+        type: b.headers.get('Content-Type'),
+        none: b.headers.get('x-absent'),
         text: await b.text(),
       })
     }

@@ -17,6 +17,11 @@ async function fakeCollector(behaviour: { fail: number; status?: number }) {
       return reply.code(401).send({ message: 'no' })
     if (behaviour.fail > 0) {
       behaviour.fail--
+      if (behaviour.status && behaviour.status >= 300 && behaviour.status < 400)
+        return reply
+          .code(behaviour.status)
+          .header('location', 'https://collector.example/api/v1/reports')
+          .send()
       if (behaviour.status) return reply.code(behaviour.status).send({ message: 'failing on purpose' })
       req.raw.socket.destroy()
       return reply
@@ -101,5 +106,25 @@ describe('shipper', () => {
     expect(spool.size).toBe(0)
     expect(shipper.stats.rejected).toBe(1)
     expect(logs.join('\n')).toMatch(/rejected report seq 1 \(HTTP 400\)/)
+  })
+
+  it('keeps reports and says where a redirect points, since it does not follow one', async () => {
+    const logs: string[] = []
+    const { c, recorder, spool, shipper } = await setup(
+      { fail: 1, status: 308 },
+      { log: (_l, m) => logs.push(m), backoff: { baseMs: 60_000, maxMs: 60_000 } },
+    )
+    recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 500 } })
+    await shipper.flush()
+    expect(spool.size).toBe(1)
+    expect(shipper.stats.deadLettered + shipper.stats.rejected).toBe(0)
+    expect(shipper.stats.lastError).toBe(
+      'HTTP 308 redirect to https://collector.example/api/v1/reports (redirects are not followed: use the final URL)',
+    )
+    expect(logs.join('\n')).toMatch(/sending to http:\/\/127\.0\.0\.1:\d+ failed \(HTTP 308 redirect/)
+    await shipper.flush()
+    expect(c.seen.map((r) => r.seq)).toEqual([1])
+    expect(spool.size).toBe(0)
+    await shipper.stop()
   })
 })
