@@ -117,16 +117,49 @@ const s = createServer((req, res) => {
 s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
 `
 
+/** `TG_BENCH_PROXY_DEOPTS=1`: the agents run with `--trace-deopt`, and each step counts their deoptimizations. */
+const TRACE_DEOPTS = process.env.TG_BENCH_PROXY_DEOPTS === '1'
+
+/** Counts V8's deoptimization lines in a child's stdout (`--trace-deopt`), across chunk boundaries. */
+function deoptCounter(child: ChildProcess): () => number {
+  let n = 0
+  let carry = ''
+  child.stdout!.on('data', (d: Buffer) => {
+    const text = carry + d.toString('latin1')
+    n += text.split('[bailout (kind: deopt').length - 1
+    carry = text.slice(-24)
+  })
+  return () => n
+}
+
+/** prom-client's event-loop monitor period (its default `eventLoopMonitoringPrecision`), ms. */
+const LOOP_MONITOR_MS = 10
+
+/**
+ * The agent's event-loop delay since the last call, from its own /metrics (prom-client's default metrics,
+ * sampled every 10 ms and reset by each scrape): p99 and max, ms.
+ */
+async function loopDelay(metricsPort: number): Promise<{ p99: number; max: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const read = (name: string) => {
+    const m = new RegExp(`^tailguard_agent_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text)
+    // Node's histogram records the time between the monitor's timer runs, so its 10 ms period is taken off.
+    return m ? Math.max(0, Number(m[1]) * 1000 - LOOP_MONITOR_MS) : NaN
+  }
+  return { p99: read('p99'), max: read('max') }
+}
+
 async function startTailguard(
   upstreamPort: number,
   collectorPort: number,
   nodeOptions = '',
-): Promise<{ child: ChildProcess; port: number }> {
+): Promise<{ child: ChildProcess; port: number; metricsPort: number; deopts: () => number }> {
   const port = await freePort()
   const otlp = await freePort()
   const child = spawn(
     process.execPath,
     [
+      ...(TRACE_DEOPTS ? ['--trace-deopt'] : []),
       CLI,
       'agent',
       '--proxy-port',
@@ -151,16 +184,21 @@ async function startTailguard(
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   )
-  return { ...(await waitListening(child, /proxy on http:\/\/[^:]+:(\d+)/)), port }
+  const deopts = deoptCounter(child)
+  return { ...(await waitListening(child, /proxy on http:\/\/[^:]+:(\d+)/)), port, metricsPort: otlp, deopts }
 }
 
 const bench: Bench = {
   name: 'proxy',
   async run(log) {
     const up = await spawnNode(UPSTREAM)
-    const targets: Array<{ name: string; port: number; pids: () => number[] }> = [
-      { name: 'direct', port: up.port, pids: () => [] },
-    ]
+    const targets: Array<{
+      name: string
+      port: number
+      pids: () => number[]
+      /** A tailguard agent's /metrics port and deoptimization count. */
+      agent?: { metricsPort: number; deopts: () => number }
+    }> = [{ name: 'direct', port: up.port, pids: () => [] }]
     const children: ChildProcess[] = [up.child]
     let nginxDir: string | null = null
     try {
@@ -168,13 +206,14 @@ const bench: Bench = {
       children.push(collector.child)
       const tg = await startTailguard(up.port, collector.port)
       children.push(tg.child)
-      targets.push({ name: 'tailguard', port: tg.port, pids: () => [tg.child.pid!] })
+      targets.push({ name: 'tailguard', port: tg.port, pids: () => [tg.child.pid!], agent: tg })
       const tgSemi = await startTailguard(up.port, collector.port, `--max-semi-space-size=${SEMI_SPACE_MB}`)
       children.push(tgSemi.child)
       targets.push({
         name: `tailguard ss${SEMI_SPACE_MB}`,
         port: tgSemi.port,
         pids: () => [tgSemi.child.pid!],
+        agent: tgSemi,
       })
       const bin = nginxBinary()
       if (bin) {
@@ -197,11 +236,15 @@ const bench: Bench = {
         for (const t of targets) {
           const url = `http://127.0.0.1:${t.port}`
           await openLoop({ url, ratePerS: rate, durationMs: WARMUP_MS })
+          if (t.agent) await loopDelay(t.agent.metricsPort) // resets the agent's delay histogram
+          const deopts0 = t.agent?.deopts() ?? 0
           const cpu0 = cpuSeconds(t.pids())
           const t0 = performance.now()
           const samples = await openLoop({ url, ratePerS: rate, durationMs: DURATION_MS })
           const wall = (performance.now() - t0) / 1000
           const cpu = cpuSeconds(t.pids()) - cpu0
+          const loop = t.agent ? await loopDelay(t.agent.metricsPort) : null
+          const deopts = t.agent ? t.agent.deopts() - deopts0 : null
           const ok = samples.filter((s) => s.status === 200).map((s) => s.latencyMs)
           const p50 = quantile(ok, 0.5)
           const p99 = quantile(ok, 0.99)
@@ -219,6 +262,9 @@ const bench: Bench = {
             t.name === 'direct' ? '—' : p50 - d.p50,
             t.name === 'direct' ? '—' : p99 - d.p99,
             Number.isNaN(cpuPctPer1k) ? '—' : cpuPctPer1k,
+            loop ? loop.p99 : '—',
+            loop ? loop.max : '—',
+            ...(TRACE_DEOPTS ? [deopts ?? '—'] : []),
             samples.length - ok.length,
           ])
         }
@@ -269,12 +315,28 @@ const bench: Bench = {
         {
           title:
             'Proxy overhead: open-loop GETs against a tiny upstream (ms; CPU as % of one core per 1k req/s)',
-          columns: ['req/s', 'path', 'p50', 'p99', 'added p50', 'added p99', 'CPU %/1k req/s', 'errors'],
+          columns: [
+            'req/s',
+            'path',
+            'p50',
+            'p99',
+            'added p50',
+            'added p99',
+            'CPU %/1k req/s',
+            'agent loop delay p99',
+            'max',
+            ...(TRACE_DEOPTS ? ['deopts'] : []),
+            'errors',
+          ],
           rows,
           notes: [
             `At 2k req/s ${verdict('tailguard')}; ${verdict(`tailguard ss${SEMI_SPACE_MB}`)}` +
               (Number.isNaN(ngAdded) ? '.' : `; nginx adds ${ngAdded.toFixed(3)} ms.`),
             `tailguard ss${SEMI_SPACE_MB}: the same agent started with NODE_OPTIONS=--max-semi-space-size=${SEMI_SPACE_MB} (docs/proxy.md#overhead).`,
+            "Agent loop delay: how late the agent's event loop ran a 10 ms timer during the step (beyond its 10 ms) (its own /metrics, tailguard_agent_nodejs_eventloop_lag_*), ms: a request arriving in such a stall waits as long." +
+              (TRACE_DEOPTS
+                ? ' deopts: V8 deoptimizations in the agent during the step (--trace-deopt).'
+                : ' TG_BENCH_PROXY_DEOPTS=1 adds a column of V8 deoptimizations in the agent per step.'),
             `Every path first takes ${FIRST_WARMUP_MS / 1000} s at 2k req/s (the agent compiles its hot path in its first seconds), then ${DURATION_MS / 1000} s per step after a ${WARMUP_MS / 1000} s warm-up; latency counts from each request's scheduled send time (no coordinated omission). The load generator, upstream and proxies share this machine's cores with other work, so absolute figures are noisy; the rows of one rate were measured back to back.`,
           ],
         },
