@@ -228,7 +228,7 @@ class Conn {
     this.job = job
     job.conn = this
     this.uses++
-    if (this.pool.opts.unrefIdle === true) this.socket.ref()
+    if (this.pool.opts.unrefIdle) this.socket.ref()
     this.head = null
     this.headersDone = false
     this.keepAlive = true
@@ -664,15 +664,26 @@ export class H1Pool {
   #connecting = 0
   closing = false
   #closed: (() => void) | null = null
+  /**
+   * The options, every field set, in one order: pools made with differently shaped option objects (the proxy's,
+   * the agent's own requests') then share one hidden class, so the connection code reading them stays
+   * monomorphic and is not deoptimized when a second kind of pool starts (docs/proxy.md#upstream-client).
+   */
+  readonly opts: Readonly<Required<H1PoolOptions>>
 
-  constructor(
-    origin: string,
-    readonly opts: H1PoolOptions,
-  ) {
+  constructor(origin: string, opts: H1PoolOptions) {
+    this.opts = {
+      connections: opts.connections,
+      connectTimeoutMs: opts.connectTimeoutMs,
+      headersTimeoutMs: opts.headersTimeoutMs,
+      bodyTimeoutMs: opts.bodyTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs ?? 4000,
+      unrefIdle: opts.unrefIdle ?? false,
+    }
     const u = new URL(origin)
     this.#tls = u.protocol === 'https:'
     this.host = u.host
-    this.idleMs = opts.idleTimeoutMs ?? 4000
+    this.idleMs = this.opts.idleTimeoutMs
     this.#hostname = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname
     this.#port = u.port !== '' ? Number(u.port) : this.#tls ? 443 : 80
   }
@@ -762,7 +773,7 @@ export class H1Pool {
       return
     }
     c.setTimeout(c.idleUntil)
-    if (this.opts.unrefIdle === true) c.socket.unref()
+    if (this.opts.unrefIdle) c.socket.unref()
     this.#free.push(c)
   }
 
