@@ -5,7 +5,7 @@ import type { UpstreamControl, UpstreamError, UpstreamHandler } from './h1-clien
  * The agent's own outbound HTTP (interval reports to the collector, `/metrics` scrapes) on the proxy's
  * HTTP/1.1 client instead of the global `fetch`.
  *
- * Why not `fetch`: in an agent that also proxies, the first `fetch` loads and compiles undici (about 100 ms of the
+ * Why not `fetch`: in an agent that also proxies, the first `fetch` loads and compiles undici (50–100 ms of the
  * agent's one thread on a 2-core machine, every proxied request waiting), and each of the first reports put
  * sockets and streams of undici's shapes through Node's stream functions that the proxy's hot path had been
  * optimized for, which V8 then deoptimized (docs/proxy.md#overhead). The proxy's own client uses the same socket

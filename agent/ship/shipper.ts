@@ -293,9 +293,15 @@ export function createShipper(opts: ShipperOptions) {
 
   function kick(): void {
     if (draining || retryTimer) return
-    draining = drainSpool().finally(() => {
-      draining = null
-    })
+    draining = drainSpool()
+      // A spool that cannot take the halves of a split report (a full disk): said, and tried again next time.
+      .catch((err: unknown) => {
+        stats.lastError = `spooling failed: ${(err as Error).message}`
+        log('error', stats.lastError)
+      })
+      .finally(() => {
+        draining = null
+      })
   }
 
   return {

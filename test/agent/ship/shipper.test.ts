@@ -127,4 +127,41 @@ describe('shipper', () => {
     expect(spool.size).toBe(0)
     await shipper.stop()
   })
+
+  it('says so, and does not crash, when the spool cannot take the halves of a report split after a 413', async () => {
+    const logs: string[] = []
+    const c = await fakeCollector({ fail: 1, status: 413 })
+    closers.push(() => c.app.close())
+    const recorder = createRecorder()
+    const inner = openSpool({ dir: null, maxBytes: 1 << 20 })
+    let adds = 0
+    // A spool whose disk fills after the first report: the split halves cannot be written.
+    const spool: typeof inner = {
+      add: (r) => (++adds > 1 ? Promise.reject(new Error('ENOSPC: no space left on device')) : inner.add(r)),
+      pending: () => inner.pending(),
+      remove: (k) => inner.remove(k),
+      get bytes() {
+        return inner.bytes
+      },
+      get size() {
+        return inner.size
+      },
+    }
+    const shipper = createShipper({
+      collectorUrl: c.url,
+      token: 'agent-token-123456',
+      agentId: 'a',
+      node: 'n',
+      intervalMs: 50,
+      recorder,
+      spool,
+      log: (_l, m) => logs.push(m),
+    })
+    recorder.recordRequest({ labels, status: 'ok', phasesUs: { total: 500 } })
+    recorder.recordRequest({ labels: { ...labels, replica: 'r1' }, status: 'ok', phasesUs: { total: 500 } })
+    shipper.start()
+    await expect.poll(() => shipper.stats.lastError, { timeout: 5000 }).toMatch(/^spooling failed: ENOSPC/)
+    await shipper.stop()
+    expect(logs.join('\n')).toMatch(/spooling failed: ENOSPC: no space left on device/)
+  })
 })
