@@ -268,7 +268,15 @@ function pointOf(tMs: EpochMs, rows: readonly SignalReadRow[]): SignalPoint {
     return c
   }
   for (const [name, list] of byName) {
-    const { stat, sum } = mergeSignalRows(list)
+    const merged = mergeSignalRows(list)
+    const sum = merged.sum
+    // The four figures only: `lastMs` is the store's (rollups), and the API's schema has no room for it.
+    const stat: GpuStat = {
+      min: merged.stat.min,
+      mean: merged.stat.mean,
+      max: merged.stat.max,
+      last: merged.stat.last,
+    }
     if (name.startsWith('g:')) {
       const g = name.slice(2)
       if (GAUGE_SET.has(g)) gauges[g as SignalGauge] = stat

@@ -60,6 +60,24 @@ describe('tailguard start', () => {
       return names.has('demo-llm') ? names : undefined
     }, 60_000)
     expect(services).toEqual(new Set(['demo-chat', 'demo-vision', 'demo-llm']))
+    // demo-llm's proxies report their own gauges per priority class: the live signals the dashboard's tiles and
+    // the controller read (a stat's store-only field once made this answer 500).
+    const signals = await eventually(async () => {
+      const r = await api<{
+        series: Array<{
+          points: Array<{ byClass: Array<{ priorityClass: number; inFlight: object | null }> }>
+        }>
+      }>(base!, '/api/v1/signals?service=demo-llm&from=-5m&step=10s', token!)
+      expect(r.status).toBe(200)
+      const classes = r.body.series.flatMap((s) => s.points.flatMap((p) => p.byClass))
+      return classes.some((c) => c.inFlight !== null) ? classes : undefined
+    }, 30_000)
+    expect(signals[0]!.inFlight).toEqual({
+      min: expect.any(Number),
+      mean: expect.any(Number),
+      max: expect.any(Number),
+      last: expect.any(Number),
+    })
     const slos = await api<{ slos: Array<{ name: string }> }>(base!, '/api/v1/slos', token!)
     expect(slos.body.slos.map((s) => s.name)).toContain('demo-chat-ttft')
 

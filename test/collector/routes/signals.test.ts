@@ -102,7 +102,11 @@ for (const dialect of testDialects())
           signals: {
             gauges: { running: stat(2, 3, 4, 4), kvCacheUsage: stat(0.2, 0.3, 0.4, 0.4) },
             counters: { outputTokens: 600, inputTokens: 100 },
-            byClass: [{ priorityClass: 1, admitted: 5, shed: { queue_full: 2 } }],
+            byClass: [
+              { priorityClass: 1, admitted: 5, shed: { queue_full: 2 } },
+              // The proxy's own gauges per class (the demo's and every proxy's reports carry them).
+              { priorityClass: 2, inFlight: stat(2, 3, 4, 4), queued: stat(0, 1, 2, 1), admitted: 7 },
+            ],
             sources: ['scrape:vllm'],
           },
         }),
@@ -112,7 +116,10 @@ for (const dialect of testDialects())
           signals: {
             gauges: { running: stat(4, 5, 8, 6), kvCacheUsage: stat(0.4, 0.5, 0.6, 0.6) },
             counters: { outputTokens: 400, inputTokens: 50 },
-            byClass: [{ priorityClass: 1, admitted: 3, shed: { queue_full: 1, deadline: 1 } }],
+            byClass: [
+              { priorityClass: 1, admitted: 3, shed: { queue_full: 1, deadline: 1 } },
+              { priorityClass: 2, inFlight: stat(4, 5, 8, 6), queued: stat(1, 1, 1, 1), admitted: 1 },
+            ],
             sources: ['scrape:vllm', 'proxy'],
           },
         }),
@@ -137,6 +144,8 @@ for (const dialect of testDialects())
             queued: null,
             shed: { queue_full: 3, deadline: 1 },
           },
+          // Merged as the gauges are, and only the stat's four figures (the store's own lastMs stays inside).
+          { priorityClass: 2, admitted: 8, inFlight: stat(2, 4, 8, 6), queued: stat(0, 1, 2, 1), shed: {} },
         ])
       }
       await check()
