@@ -1,10 +1,10 @@
 import { join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
-import { closestNames, createTokenAuth, packageRoot } from '../../collector/index.js'
+import { createTokenAuth, packageRoot } from '../../collector/index.js'
 import { AutoscaleQueryInvalid, metricName, metricValue, parseAutoscaleQuery } from './metrics.js'
 import type { AutoscaleQuery } from './metrics.js'
-import { refKey } from './recommendation.js'
+import { refKey, unknownTargetHint } from './recommendation.js'
 import type { AutoscaleSource, Recommendation } from './recommendation.js'
 
 /** Where KEDA's `externalscaler.proto` ships in the package (read at start-up). */
@@ -108,21 +108,13 @@ export async function startKedaScaler(opts: KedaScalerOptions): Promise<RunningK
       throw err
     }
     const rec = opts.source.get(query.ref)
-    if (!rec) {
-      const known = opts.source.list().map((r) => r.ref.service)
-      const near = closestNames(query.ref.service, known)
-      const which = [query.ref.service, query.ref.model, query.ref.version].filter(Boolean).join('/')
+    if (!rec)
       return {
         error: {
           code: grpc.status.NOT_FOUND,
-          details:
-            `no tailguard controller target for "${which}"` +
-            (near.length > 0
-              ? `; did you mean ${near.map((n) => `"${n}"`).join(', ')}?`
-              : '; no targets are known yet'),
+          details: unknownTargetHint(opts.source, query.ref, 'no tailguard controller target for'),
         },
       }
-    }
     return { query, rec }
   }
 

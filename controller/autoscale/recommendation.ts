@@ -1,3 +1,4 @@
+import { closestNames } from '../../collector/index.js'
 /**
  * The replica recommendation that autoscalers ask tailguard for (KEDA external scaler, the Kubernetes external
  * metrics API, the JSON API): one per target, published by the controller at each decision, in observe mode too.
@@ -75,6 +76,31 @@ export interface RecommendationBoard extends AutoscaleSource {
  */
 export function refKey(ref: AutoscaleRef): string {
   return `${ref.service}\u0000${ref.model ?? ''}\u0000${ref.version ?? ''}`
+}
+
+/**
+ * What a question about an unknown target is told: the close names, else the targets there are (at most five),
+ * else that none is known yet.
+ *
+ * @example unknownTargetHint(source, { service: 'chta' }) // 'no controller target "chta"; did you mean "chat"?'
+ */
+export function unknownTargetHint(
+  source: AutoscaleSource,
+  ref: AutoscaleRef,
+  prefix = 'no controller target',
+): string {
+  const known = [...new Set(source.list().map((r) => r.ref.service))].sort()
+  const near = closestNames(ref.service, known)
+  const which = [ref.service, ref.model, ref.version].filter(Boolean).join('/')
+  const quote = (names: readonly string[]) => names.map((n) => `"${n}"`).join(', ')
+  return (
+    `${prefix} "${which}"` +
+    (near.length > 0
+      ? `; did you mean ${quote(near)}?`
+      : known.length > 0
+        ? `; the targets are ${quote(known.slice(0, 5))}${known.length > 5 ? ` and ${known.length - 5} more` : ''}`
+        : '; no targets are known yet')
+  )
 }
 
 /**

@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
-import { closestNames, NotFound } from '../../collector/index.js'
+import { NotFound } from '../../collector/index.js'
 import { metricName } from './metrics.js'
+import { unknownTargetHint } from './recommendation.js'
 import type { AutoscaleSource, Recommendation } from './recommendation.js'
 
 const Label = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000]*$' })
@@ -120,19 +121,7 @@ export function createAutoscaleRoutes(
           ...(req.query.version ? { version: req.query.version } : {}),
         }
         const rec = source.get(ref)
-        if (!rec) {
-          const near = closestNames(
-            ref.service,
-            source.list().map((r) => r.ref.service),
-          )
-          const which = [ref.service, ref.model, ref.version].filter(Boolean).join('/')
-          throw new NotFound(
-            `no controller target "${which}"` +
-              (near.length > 0
-                ? `; did you mean ${near.map((n) => `"${n}"`).join(', ')}?`
-                : '; no targets are known yet'),
-          )
-        }
+        if (!rec) throw new NotFound(unknownTargetHint(source, ref))
         return toAutoscaleAnswer(rec, clock())
       },
     )

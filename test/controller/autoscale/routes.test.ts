@@ -3,6 +3,7 @@ import { createStore } from '../../../collector/index.js'
 import type { Store } from '../../../collector/index.js'
 import { buildCollector } from '../../../collector/app.js'
 import { createAutoscaleRoutes, createRecommendationBoard } from '../../../controller/index.js'
+import { unknownTargetHint } from '../../../controller/autoscale/recommendation.js'
 import { recommendation } from './fixtures.js'
 
 const READ = 'read-token-0123456789abcdef'
@@ -74,6 +75,13 @@ describe('GET /api/v1/autoscale/{service}', () => {
       code: 'TG_ERR_NOT_FOUND',
       message: expect.stringMatching(/did you mean "chat"/),
     })
+    // A name close to none: the targets there are, not "none known".
+    const far = await app.inject({
+      url: '/api/v1/autoscale/demo-vision',
+      headers: { authorization: `Bearer ${READ}` },
+    })
+    expect(far.statusCode).toBe(404)
+    expect(far.json().message).toMatch(/^no controller target "demo-vision"; the targets are "chat"/)
     expect((await app.inject({ url: '/api/v1/autoscale/chat' })).statusCode).toBe(401)
     const agent = await app.inject({
       url: '/api/v1/autoscale/chat',
@@ -88,5 +96,19 @@ describe('GET /api/v1/autoscale/{service}', () => {
       headers: { authorization: `Bearer ${READ}` },
     })
     expect(Object.keys(res.json().paths)).toContain('/api/v1/autoscale/{service}')
+  })
+})
+
+describe('unknownTargetHint', () => {
+  it('says none is known, or names at most five targets and how many more', () => {
+    const board = createRecommendationBoard()
+    expect(unknownTargetHint(board, { service: 'x' })).toBe(
+      'no controller target "x"; no targets are known yet',
+    )
+    for (const s of ['a1', 'b2', 'c3', 'd4', 'e5', 'f6', 'g7'])
+      board.publish(recommendation({ ref: { service: s } }))
+    expect(unknownTargetHint(board, { service: 'zzzzzz', model: 'm' })).toBe(
+      'no controller target "zzzzzz/m"; the targets are "a1", "b2", "c3", "d4", "e5" and 2 more',
+    )
   })
 })
