@@ -1,4 +1,4 @@
-import { CLOSED, H1Pool } from './h1-client.js'
+import { BAD_RESPONSE, CLOSED, H1Pool } from './h1-client.js'
 import type { UpstreamControl, UpstreamError, UpstreamHandler } from './h1-client.js'
 
 /**
@@ -120,8 +120,13 @@ class Collect implements UpstreamHandler {
 
   onResponseError(_ctl: UpstreamControl | null, err: UpstreamError): void {
     this.#unlisten()
-    // A closed connection says "upstream"; here the other end is whatever the caller asked.
-    this.reject(err.code === CLOSED ? new Error(`${this.url}: the server closed the connection`) : err)
+    // The client's messages say "upstream"; here the other end is whatever the caller asked.
+    if (err.code === CLOSED) this.reject(new Error(`${this.url}: the server closed the connection`))
+    else if (err.code === BAD_RESPONSE)
+      this.reject(
+        new Error(`${this.url}: ${err.message.replace('bad response from upstream', 'not HTTP/1.1')}`),
+      )
+    else this.reject(err)
   }
 
   #unlisten(): void {

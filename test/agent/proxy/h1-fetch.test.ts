@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { createServer } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { createServer as createNetServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -125,6 +126,11 @@ describe('createH1Fetch', () => {
 
     const big = await serve((_req, res) => res.end('x'.repeat(5000)))
     await expect(h1(big.url + '/')).rejects.toThrow(/larger than 1000 bytes/)
+    const garbage = createNetServer((s) => s.end('garbage\r\n\r\n'))
+    await new Promise<void>((r) => garbage.listen(0, '127.0.0.1', r))
+    const gUrl = `http://127.0.0.1:${(garbage.address() as AddressInfo).port}/metrics`
+    await expect(h1(gUrl)).rejects.toThrow(`${gUrl}: not HTTP/1.1: not an HTTP/1.x status line: "garbage"`)
+    garbage.close()
     await expect(h1('localhost:7070/x')).rejects.toThrow(/only http: and https: URLs/)
     await expect(h1('not a url')).rejects.toThrow(/not a URL: "not a url"/)
     await h1.close()
