@@ -120,6 +120,8 @@ export const DEMO_PROXY_CLASSES = [
 ] as const
 
 const MAX_REPLICAS = 32
+/** How long `stop` lets the requests in flight finish before it closes the replicas. */
+const STOP_GRACE_MS = 1500
 
 async function spawnModelServer(
   cli: string,
@@ -508,6 +510,11 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
       stopped = true
       clearInterval(timer)
       for (const r of replicas) if (r.state === 'starting') r.state = 'cancelled'
+      // No new requests; those in flight may end for a moment (tailguard start gives the demo 3 s to stop), so a
+      // stop does not record every running request as cut by its client.
+      const until = performance.now() + STOP_GRACE_MS
+      while (replicas.some((r) => r.inFlight > 0) && performance.now() < until)
+        await new Promise((res) => setTimeout(res, 25))
       await Promise.all([...replicas].filter((r) => r.state !== 'cancelled').map((r) => teardown(r)))
       process.off('exit', killAll)
     },

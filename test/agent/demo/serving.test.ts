@@ -40,6 +40,13 @@ describe('serving demo', () => {
       const sig = demo.signals()
       expect(sig).toHaveLength(1)
       expect(sig[0]!.signals.sources).toEqual(['proxy'])
+      // Stopping lets the requests in flight finish (the demo's own load is not counted as cut by its client).
+      demo.setRate(20)
+      await new Promise((r) => setTimeout(r, 500))
+      await demo.stop()
+      const after = recorder.drain().series.find((x) => x.labels.service === 'demo-llm')
+      expect(after?.requests.ok).toBeGreaterThan(0)
+      expect(after?.requests.error).toBe(0)
     } finally {
       await demo.stop()
     }
