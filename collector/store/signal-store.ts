@@ -204,14 +204,12 @@ const BUCKET_COLUMNS = [
   'source',
 ] as const
 
-function mergeSignalRows(rows: readonly SignalReadRow[]): {
-  stat: GpuStat & { lastMs: number }
-  sum: number
-} {
+function mergeSignalRows(rows: readonly SignalReadRow[]): { stat: GpuStat; lastMs: number; sum: number } {
   const m = mergeStats(rows)
   let sum = 0
   for (const r of rows) sum += Number(r.sum_value)
-  return { stat: { min: m.min, mean: m.mean, max: m.max, last: m.last, lastMs: m.lastMs }, sum }
+  // The stat holds the four figures only (the API's schema has no room for more); when it was last set is apart.
+  return { stat: { min: m.min, mean: m.mean, max: m.max, last: m.last }, lastMs: m.lastMs, sum }
 }
 
 /**
@@ -268,15 +266,7 @@ function pointOf(tMs: EpochMs, rows: readonly SignalReadRow[]): SignalPoint {
     return c
   }
   for (const [name, list] of byName) {
-    const merged = mergeSignalRows(list)
-    const sum = merged.sum
-    // The four figures only: `lastMs` is the store's (rollups), and the API's schema has no room for it.
-    const stat: GpuStat = {
-      min: merged.stat.min,
-      mean: merged.stat.mean,
-      max: merged.stat.max,
-      last: merged.stat.last,
-    }
+    const { stat, sum } = mergeSignalRows(list)
     if (name.startsWith('g:')) {
       const g = name.slice(2)
       if (GAUGE_SET.has(g)) gauges[g as SignalGauge] = stat
@@ -402,7 +392,7 @@ export async function rollUpSignals(
     (r) => `${r.series_id}\u0000${r.name}`,
   )
   const rows: SignalRow[] = groups.map((g) => {
-    const { stat, sum } = mergeSignalRows(g.rows)
+    const { stat, lastMs, sum } = mergeSignalRows(g.rows)
     const first = g.rows[0]!
     return {
       step_ms: coarse,
@@ -415,7 +405,7 @@ export async function rollUpSignals(
       mean_value: stat.mean,
       max_value: stat.max,
       last_value: stat.last,
-      last_ms: stat.lastMs,
+      last_ms: lastMs,
       sum_value: sum,
     }
   })
