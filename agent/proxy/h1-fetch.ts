@@ -35,10 +35,16 @@ class AnswerHeaders {
   }
 }
 
-/** A line for a 3xx answer, which the agent's client does not follow: where it pointed. */
-export function redirectNote(res: HttpAnswer): string {
+/** For a 3xx answer, which the agent's client does not follow, a line saying where it pointed; else null. */
+export function redirectNote(res: HttpAnswer): string | null {
+  if (res.status < 300 || res.status >= 400) return null
   const to = res.headers.get('location')
   return `HTTP ${res.status} redirect${to !== null ? ` to ${to.slice(0, 200)}` : ''} (redirects are not followed: use the final URL)`
+}
+
+/** Why a non-2xx answer failed a request: where a redirect pointed, else the status. */
+export function failureNote(res: HttpAnswer): string {
+  return redirectNote(res) ?? `HTTP ${res.status}`
 }
 
 export interface HttpInit {
@@ -91,8 +97,7 @@ class Collect implements UpstreamHandler {
     if (this.cancelled !== null) ctl.abort(this.cancelled)
   }
 
-  onResponseStart(ctl: UpstreamControl, status: number, headers: string[]): void {
-    this.ctl = ctl
+  onResponseStart(_ctl: UpstreamControl, status: number, headers: string[]): void {
     this.status = status
     this.headers = headers
   }
@@ -225,4 +230,16 @@ export function createH1Fetch(opts: H1FetchOptions = {}): H1Fetch {
       await Promise.all(open.map((p) => p.close()))
     },
   })
+}
+
+/**
+ * The fetch a source or the shipper uses: the one it was given (tests), else a client of its own with one
+ * connection per origin, which `close` closes when the owner stops.
+ *
+ * @example const http = fetchOrOwn(options.fetch); … await http.fetch(url, init); … await http.close()
+ */
+export function fetchOrOwn(given: HttpFetch | undefined): { fetch: HttpFetch; close(): Promise<void> } {
+  if (given !== undefined) return { fetch: given, close: () => Promise.resolve() }
+  const own = createH1Fetch({ connectionsPerOrigin: 1 })
+  return { fetch: own, close: () => own.close() }
 }

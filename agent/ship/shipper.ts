@@ -3,7 +3,7 @@ import { REPORT_LIMITS, REPORT_VERSION, ReportSeriesSchema, strictValidator } fr
 import type { IntervalReport, ReportSeries, SeriesLabels, SeriesSignals } from '../../collector/index.js'
 import type { Recorder } from '../recorder.js'
 import type { Spool } from './spool.js'
-import { createH1Fetch, redirectNote } from '../proxy/h1-fetch.js'
+import { fetchOrOwn, redirectNote } from '../proxy/h1-fetch.js'
 import type { HttpFetch } from '../proxy/h1-fetch.js'
 import { openDeadLetter } from './dead-letter.js'
 import type { DeadLetterBox } from './dead-letter.js'
@@ -82,8 +82,7 @@ export interface ShipperStats {
 export function createShipper(opts: ShipperOptions) {
   const clock = opts.clock ?? Date.now
   const log = opts.log ?? (() => {})
-  const own = opts.fetchImpl === undefined ? createH1Fetch({ connectionsPerOrigin: 1 }) : null
-  const doFetch: HttpFetch = opts.fetchImpl ?? own!
+  const http = fetchOrOwn(opts.fetchImpl)
   const backoff = opts.backoff ?? { baseMs: 500, maxMs: 30_000 }
   const instance = randomUUID()
   const url = new URL('/api/v1/reports', opts.collectorUrl).href
@@ -153,8 +152,7 @@ export function createShipper(opts: ShipperOptions) {
     }
     if (series.length > 0 || Object.keys(dropped).length > 0 || hasGpus) {
       const chunks = chunkSeries(series, maxSeries, maxBytes)
-      const reports: IntervalReport[] = []
-      chunks.forEach((part, i) => {
+      for (const [i, part] of chunks.entries()) {
         const report: IntervalReport = {
           version: REPORT_VERSION,
           agent: { id: opts.agentId, instance, node: opts.node },
@@ -165,9 +163,8 @@ export function createShipper(opts: ShipperOptions) {
           ...(i === 0 && Object.keys(dropped).length > 0 ? { dropped } : {}),
           ...(i === 0 && hasGpus ? { gpus: extras.gpus } : {}),
         }
-        reports.push(report)
-      })
-      for (const report of reports) await spoolReport(report)
+        await spoolReport(report)
+      }
       stats.splits += chunks.length - 1
     }
     intervalStart = end
@@ -205,7 +202,7 @@ export function createShipper(opts: ShipperOptions) {
   async function send(body: string): Promise<SendResult> {
     stats.sent++
     try {
-      const res = await doFetch(url, {
+      const res = await http.fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${opts.token}` },
         body,
@@ -224,7 +221,8 @@ export function createShipper(opts: ShipperOptions) {
           authStatus: res.status,
         }
       // A redirect (not followed) is a wrong --collector URL: kept and retried until someone fixes it.
-      if (res.status >= 300 && res.status < 400) return { kind: 'retryable', reason: redirectNote(res) }
+      const redirect = redirectNote(res)
+      if (redirect !== null) return { kind: 'retryable', reason: redirect }
       if (res.status >= 500 || [408, 425, 429].includes(res.status))
         return { kind: 'retryable', reason: `HTTP ${res.status}: ${text.slice(0, 200)}` }
       return { kind: 'rejected', status: res.status, reason: text.slice(0, 500) }
@@ -336,7 +334,7 @@ export function createShipper(opts: ShipperOptions) {
       if (draining) await draining
       if (opts.spool.size > 0) await drainSpool()
       if (retryTimer) clearTimeout(retryTimer)
-      await own?.close()
+      await http.close()
     },
   }
 }

@@ -2,7 +2,7 @@ import type { GpuField } from '../../collector/index.js'
 import { parsePromText } from '../gpu/prom-text.js'
 import type { PromSample } from '../gpu/prom-text.js'
 import { xidMessage } from '../gpu/nvml-constants.js'
-import { createH1Fetch, redirectNote } from '../proxy/h1-fetch.js'
+import { failureNote, fetchOrOwn } from '../proxy/h1-fetch.js'
 import type { HttpFetch } from '../proxy/h1-fetch.js'
 import { periodic } from './periodic.js'
 import type {
@@ -185,8 +185,7 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
   const url = options.url ?? DEFAULT_DCGM_URL
   const every = options.every ?? 1000
   const timeoutMs = options.timeoutMs ?? Math.min(every, 5000)
-  const own = options.fetch === undefined ? createH1Fetch({ connectionsPerOrigin: 1 }) : null
-  const doFetch: HttpFetch = options.fetch ?? own!
+  const http = fetchOrOwn(options.fetch)
   const clock = options.clock ?? Date.now
   const log = options.log ?? (() => {})
   const listeners = new Set<GpuListener>()
@@ -199,12 +198,11 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
     const timeMs = clock()
     let text: string
     try {
-      const res = await doFetch(url, {
+      const res = await http.fetch(url, {
         signal: AbortSignal.timeout(timeoutMs),
         headers: { accept: 'text/plain' },
       })
-      if (!res.ok)
-        throw new Error(res.status >= 300 && res.status < 400 ? redirectNote(res) : `HTTP ${res.status}`)
+      if (!res.ok) throw new Error(failureNote(res))
       text = await res.text()
     } catch (err) {
       const reason = `scrape ${url} failed: ${(err as Error).message}`
@@ -261,7 +259,7 @@ export function createDcgmSource(options: DcgmSourceOptions = {}): GpuSource {
     },
     async stop() {
       await poll.stop()
-      await own?.close()
+      await http.close()
     },
   }
 }

@@ -333,7 +333,7 @@ const bench: Bench = {
             `At 2k req/s ${verdict('tailguard')}; ${verdict(`tailguard ss${SEMI_SPACE_MB}`)}` +
               (Number.isNaN(ngAdded) ? '.' : `; nginx adds ${ngAdded.toFixed(3)} ms.`),
             `tailguard ss${SEMI_SPACE_MB}: the same agent started with NODE_OPTIONS=--max-semi-space-size=${SEMI_SPACE_MB} (docs/proxy.md#overhead).`,
-            "Agent loop delay: how late the agent's event loop ran a 10 ms timer during the step (beyond its 10 ms) (its own /metrics, tailguard_agent_nodejs_eventloop_lag_*), ms: a request arriving in such a stall waits as long." +
+            "Agent loop delay: how late the agent's event loop ran a 10 ms timer during the step, beyond its 10 ms (its own /metrics, tailguard_agent_nodejs_eventloop_lag_*), ms: a request arriving in such a stall waits as long." +
               (TRACE_DEOPTS
                 ? ' deopts: V8 deoptimizations in the agent during the step (--trace-deopt).'
                 : ' TG_BENCH_PROXY_DEOPTS=1 adds a column of V8 deoptimizations in the agent per step.'),

@@ -1,7 +1,7 @@
 import type { SeriesLabels } from '../../../collector/index.js'
 import type { DurationMs, SampleSink, Source, SourceStatus } from '../../types.js'
 import { parsePromText } from '../../gpu/prom-text.js'
-import { createH1Fetch, redirectNote } from '../../proxy/h1-fetch.js'
+import { failureNote, fetchOrOwn } from '../../proxy/h1-fetch.js'
 import type { HttpFetch } from '../../proxy/h1-fetch.js'
 import { periodic } from '../periodic.js'
 import { SCRAPE_KINDS } from './adapters.js'
@@ -93,8 +93,7 @@ export interface ScrapeSourceOptions {
 export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOptions): Source {
   const every = target.periodMs ?? 5000
   const timeoutMs = options.timeoutMs ?? Math.min(every, 5000)
-  const own = options.fetch === undefined ? createH1Fetch({ connectionsPerOrigin: 1 }) : null
-  const doFetch: HttpFetch = options.fetch ?? own!
+  const http = fetchOrOwn(options.fetch)
   const clock = options.clock ?? Date.now
   const log = options.log ?? (() => {})
   const replica = target.replica ?? replicaOf(target.url)
@@ -121,12 +120,11 @@ export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOp
     const started = clock()
     let text: string
     try {
-      const res = await doFetch(target.url, {
+      const res = await http.fetch(target.url, {
         signal: AbortSignal.timeout(timeoutMs),
         headers: { accept: 'text/plain;version=0.0.4' },
       })
-      if (!res.ok)
-        throw new Error(res.status >= 300 && res.status < 400 ? redirectNote(res) : `HTTP ${res.status}`)
+      if (!res.ok) throw new Error(failureNote(res))
       text = await res.text()
     } catch (err) {
       fail(`not answering: ${(err as Error).message}`)
@@ -214,7 +212,7 @@ export function createScrapeSource(target: ScrapeTarget, options: ScrapeSourceOp
     },
     async stop() {
       await poll.stop()
-      await own?.close()
+      await http.close()
     },
   }
 }
