@@ -6,43 +6,58 @@
 import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
-import { CliError, packageVersion, collectorCommand, processIO, registerMigrate } from '../collector/index.js'
+import { CliError, packageVersion, processIO } from '../collector/index.js'
 import type { CliIO, RegisterCommand } from '../collector/index.js'
-import { registerAgent, registerDeadLetter, registerScrape, registerServeModel } from '../agent/index.js'
-import {
-  createWhatifRoutes,
-  registerController,
-  registerDecisions,
-  registerSim,
-} from '../controller/index.js'
-import { registerStart } from './start.js'
-
-const COMMANDS: readonly RegisterCommand[] = [
-  registerStart,
-  // The controller's what-if route joins the collector's API (the collector itself imports no controller code).
-  collectorCommand({ plugins: [createWhatifRoutes()] }),
-  registerAgent,
-  registerServeModel,
-  registerScrape,
-  registerDeadLetter,
-  registerMigrate,
-  registerSim,
-  registerController,
-  registerDecisions,
-]
 
 /**
- * Builds the `tailguard` program with every subcommand registered; `run` parses and executes.
- *
- * @example await buildProgram(processIO).parseAsync(['node', 'tailguard', 'migrate', '--db', 'x.db'])
+ * Every subcommand, in `--help` order, with the code that registers it. `run` loads only the part a command
+ * needs: `tailguard agent` (a sidecar on every node) does not load the collector's store and server or the
+ * controller (test/bin/lean-agent.test.ts).
  */
-export function buildProgram(io: CliIO): Command {
+const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<RegisterCommand>]> = [
+  ['start', async () => (await import('./start.js')).registerStart],
+  [
+    'collector',
+    async () => {
+      const [{ collectorCommand }, { createWhatifRoutes }] = await Promise.all([
+        import('../collector/index.js'),
+        import('../controller/index.js'),
+      ])
+      // The controller's what-if route joins the collector's API (the collector itself imports no controller code).
+      return collectorCommand({ plugins: [createWhatifRoutes()] })
+    },
+  ],
+  ['agent', async () => (await import('../agent/index.js')).registerAgent],
+  ['serve-model', async () => (await import('../agent/index.js')).registerServeModel],
+  ['scrape', async () => (await import('../agent/index.js')).registerScrape],
+  ['dead-letter', async () => (await import('../agent/index.js')).registerDeadLetter],
+  ['migrate', async () => (await import('../collector/index.js')).registerMigrate],
+  ['sim', async () => (await import('../controller/index.js')).registerSim],
+  ['controller', async () => (await import('../controller/index.js')).registerController],
+  ['decisions', async () => (await import('../controller/index.js')).registerDecisions],
+]
+
+/** The subcommand `argv` asks for, if it names one: the first argument that is not an option. */
+function commandNamed(argv: readonly string[]): string | undefined {
+  const first = argv.slice(2).find((a) => !a.startsWith('-'))
+  return COMMANDS.some(([name]) => name === first) ? first : undefined
+}
+
+/**
+ * Builds the `tailguard` program with every subcommand registered, or only `only`'s (what `run` does for a
+ * named subcommand: its help, options and errors are the same either way).
+ *
+ * @example (await buildProgram(processIO)).parseAsync(['node', 'tailguard', 'migrate', '--db', 'x.db'])
+ */
+export async function buildProgram(io: CliIO, only?: string): Promise<Command> {
   const program = new Command('tailguard')
     .description('Observability and SLO control plane for ML inference fleets')
     .version(packageVersion(), '-V, --version', 'print the version and exit')
     .showHelpAfterError()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
-  for (const register of COMMANDS) register(program, io)
+  const wanted = COMMANDS.filter(([name]) => only === undefined || name === only)
+  const registers = await Promise.all(wanted.map(([, load]) => load()))
+  for (const register of registers) register(program, io)
   return program
 }
 
@@ -52,7 +67,7 @@ export function buildProgram(io: CliIO): Command {
  * @example process.exitCode = await run(process.argv)
  */
 export async function run(argv: readonly string[], io: CliIO = processIO): Promise<number> {
-  const program = buildProgram(io).exitOverride()
+  const program = (await buildProgram(io, commandNamed(argv))).exitOverride()
   try {
     await program.parseAsync(argv as string[])
     return 0

@@ -100,7 +100,8 @@ export type {
   ImportedHistogramPoint,
   ImportedPrecision,
 } from './store/index.js'
-export { createStore, DEFAULT_ROLLUPS } from './store/index.js'
+export { DEFAULT_ROLLUPS } from './store/levels.js'
+export { createStore, runCollector } from './deferred.js'
 export {
   CONFIG_DEFAULTS,
   DEFAULT_COLLECTOR_PORT,
@@ -137,7 +138,7 @@ export {
   registerMigrate,
 } from './cli/index.js'
 export type { CliIO, PortClaim, RegisterCommand } from './cli/index.js'
-export { runCollector } from './run.js'
+export type { RunCollectorExtra, RunningCollector } from './run.js'
 export { serverTimeoutOptions, answerClientError, DEFAULT_SERVER_TIMEOUTS } from './http-limits.js'
 export type { ServerTimeouts } from './http-limits.js'
 export { packageRoot, packageVersion } from './paths.js'

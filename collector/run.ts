@@ -16,6 +16,12 @@ import { resolveIngestWorkers } from './ingest/pool.js'
 import { parseDurationMs } from './time.js'
 import { latencyThresholds } from './live/service-figures.js'
 
+/** What `tailguard start` adds to a collector: API plugins (the controller's routes) and a clock for tests. */
+export interface RunCollectorExtra {
+  readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>
+  readonly clock?: () => number
+}
+
 export interface RunningCollector {
   readonly app: FastifyInstance
   readonly store: Store
@@ -38,7 +44,7 @@ export interface RunningCollector {
 export async function runCollector(
   cfg: Readonly<TailguardConfig>,
   logger: FastifyBaseLogger,
-  extra: { plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>; clock?: () => number } = {},
+  extra: RunCollectorExtra = {},
 ): Promise<RunningCollector> {
   const c = cfg.collector
   if (c.apiTokens.length === 0)

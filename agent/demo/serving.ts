@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
+import { setMaxListeners } from 'node:events'
 import type { ChildProcess } from 'node:child_process'
-import { Pool } from 'undici'
 import type { SeriesLabels, SeriesSignals } from '../../collector/index.js'
 import { createProxy, PROXY_DEFAULTS } from '../proxy/proxy.js'
 import type { Proxy } from '../proxy/proxy.js'
@@ -9,6 +9,8 @@ import { createScrapeSource } from '../sources/scrape/source.js'
 import type { SourceSet } from '../sources/set.js'
 import type { SampleSink } from '../types.js'
 import type { DemoArrival } from './fleet.js'
+import { createH1Fetch } from '../proxy/h1-fetch.js'
+import type { H1Fetch } from '../proxy/h1-fetch.js'
 
 /**
  * Options of {@link startServingDemo}.
@@ -179,6 +181,13 @@ function completionBody(a: DemoArrival, maxTokens: number): string {
   })
 }
 
+/** One signal for all of a load generator's requests in flight (each adds a listener while it runs). */
+function cutter(): AbortController {
+  const c = new AbortController()
+  setMaxListeners(0, c.signal)
+  return c
+}
+
 /**
  * One replica's capacity for the demo's requests: a closed loop of 32 streams straight to its model server
  * (not through a proxy, so nothing is recorded) for `ms`, after a short warm-up; completed requests per second.
@@ -189,7 +198,8 @@ async function probeCapacity(
   maxTokens: number,
   ms: number,
 ): Promise<number> {
-  const pool = new Pool(url, { connections: 32, pipelining: 1 })
+  const client = createH1Fetch({ connectionsPerOrigin: 32 })
+  const cut = cutter()
   let done = 0
   let counting = false
   let k = 0
@@ -199,13 +209,13 @@ async function probeCapacity(
     while (performance.now() < until && !failed) {
       const a = arrivals[k++ % arrivals.length]!
       try {
-        const res = await pool.request({
-          path: '/v1/completions',
+        const res = await client(`${url}/v1/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: completionBody(a, maxTokens),
+          signal: cut.signal,
         })
-        await res.body.dump()
+        await res.text()
         if (counting) done++
       } catch (err) {
         failed = err as Error
@@ -218,7 +228,8 @@ async function probeCapacity(
   const t0 = performance.now()
   await Promise.all(loops)
   const s = (performance.now() - t0) / 1000
-  await pool.destroy().catch(() => {})
+  cut.abort()
+  await client.close()
   if (failed) throw failed
   return done / Math.max(s, 1e-3)
 }
@@ -230,7 +241,8 @@ interface Replica {
   server: { child: ChildProcess; url: string } | null
   proxy: Proxy | null
   proxyUrl: string | null
-  pool: Pool | null
+  /** The load generator's connections to the replica's proxy, and the signal that cuts their requests. */
+  client: { readonly fetch: H1Fetch; readonly cut: AbortController } | null
   /** Requests of the load generator now in flight to this replica. */
   inFlight: number
 }
@@ -265,7 +277,8 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
   const teardown = async (r: Replica) => {
     if (r.proxy) opts.setpoints?.leave(r.proxy.setpoints)
     await opts.scrapes?.remove(r.name)
-    await r.pool?.destroy().catch(() => {})
+    r.client?.cut.abort()
+    await r.client?.fetch.close()
     await r.proxy?.close().catch(() => {})
     const child = r.server?.child
     if (child && child.exitCode === null && child.signalCode === null) {
@@ -298,7 +311,7 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
       const { port } = await proxy.listen()
       r.proxy = proxy
       r.proxyUrl = `http://127.0.0.1:${port}`
-      r.pool = new Pool(r.proxyUrl, { connections: 128, pipelining: 1 })
+      r.client = { fetch: createH1Fetch({ connectionsPerOrigin: 128 }), cut: cutter() }
       // scaleTo or stop may have cancelled it while the proxy started (TypeScript narrowed the state above).
       if ((r.state as Replica['state']) === 'cancelled' || stopped) return await teardown(r)
       opts.setpoints?.join([proxy.setpoints])
@@ -349,7 +362,7 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
       server: null,
       proxy: null,
       proxyUrl: null,
-      pool: null,
+      client: null,
       inFlight: 0,
     }
     replicas.push(r)
@@ -408,14 +421,14 @@ export async function startServingDemo(opts: ServingDemoOptions): Promise<Servin
     const i = sent++
     const r = rotation[turn++ % rotation.length]!
     r.inFlight++
-    r.pool!.request({
-      path: '/v1/completions',
+    r.client!.fetch(`${r.proxyUrl!}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-tailguard-priority': i % 5 === 0 ? '0' : '1' },
       body: completionBody(a, maxTokens),
+      signal: r.client!.cut.signal,
     })
       .then(async (res) => {
-        await res.body.dump()
+        await res.text()
         answered++
       })
       .catch(() => {})

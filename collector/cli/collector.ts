@@ -10,7 +10,7 @@ import {
   withCommonOptions,
   workersArg,
 } from './options.js'
-import { runCollector } from '../run.js'
+import { runCollector } from '../deferred.js'
 
 interface CollectorFlags {
   config?: string

@@ -1,7 +1,7 @@
 import type { RegisterCommand } from './command.js'
 import { CliError } from './command.js'
 import { loadConfig, withCommonOptions } from './options.js'
-import { createStore } from '../store/index.js'
+import { createStore } from '../deferred.js'
 
 /** `tailguard migrate`: applies pending database migrations and exits. */
 export const registerMigrate: RegisterCommand = (program, io) => {

@@ -3,7 +3,7 @@
  * kysely, on SQLite or PostgreSQL alike. The collector's routes read them; `tailguard controller` writes them.
  */
 import type { Kysely, Selectable } from 'kysely'
-import { storeDatabase } from '../store/create-store.js'
+import { storeDatabase } from '../store/handle.js'
 import type { Store } from '../store/types.js'
 import type { ControllerTables, DecisionTable } from './tables.js'
 

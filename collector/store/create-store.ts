@@ -12,7 +12,7 @@ import {
   WAL_SIZE_LIMIT_BYTES,
 } from './sqlite-checkpointer.js'
 import { sqliteDriver } from './sqlite-driver.js'
-import { createSqlStore, storeInternals } from './sql-store.js'
+import { createSqlStore } from './sql-store.js'
 import type { DB } from './schema.js'
 import type { RollupLevel, Store } from './types.js'
 
@@ -154,14 +154,4 @@ function openSqlite(url: string): { database: BetterSqlite3.Database; path: stri
 
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
-}
-
-/**
- * The kysely handle behind a store made by {@link createStore}, for components that keep their own tables
- * in the same database through the same migrations (the SLO engine). `undefined` for any other Store.
- *
- * @example const db = storeDatabase(store) // Kysely<DB>
- */
-export function storeDatabase(store: Store): Kysely<DB> | undefined {
-  return storeInternals(store)?.db
 }

@@ -24,5 +24,5 @@ export type {
   ImportedHistogramPoint,
   ImportedPrecision,
 } from './types.js'
-export { storeDatabase } from './create-store.js'
+export { storeDatabase } from './handle.js'
 export type { DB } from './schema.js'

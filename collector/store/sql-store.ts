@@ -24,6 +24,7 @@ import {
 } from './gpu-store.js'
 import { buildSignalSeries, insertSignalRows, rollUpBucketHists, rollUpSignals } from './signal-store.js'
 import type { CountColumns, DB } from './schema.js'
+import { attachDatabase } from './handle.js'
 import type {
   EpochMs,
   GpuEventInfo,
@@ -167,6 +168,7 @@ class SqlStore implements Store {
   constructor(opts: SqlStoreOptions) {
     this.dialect = opts.dialect
     this.#db = opts.db
+    attachDatabase(this, opts.db)
     this.#levels = opts.levels
     this.#steps = opts.levels.map((l) => l.stepMs)
     this.#finestMs = opts.levels[0]!.stepMs

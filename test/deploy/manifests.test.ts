@@ -17,7 +17,7 @@ const docs = readdirSync(dir)
   .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => ({ file: f, doc: d })))
 
 const silentIO = { out: () => {}, err: () => {}, errRaw: () => {}, isTTY: false }
-const commands = new Map<string, Command>(buildProgram(silentIO).commands.map((c) => [c.name(), c]))
+const commands = new Map<string, Command>((await buildProgram(silentIO)).commands.map((c) => [c.name(), c]))
 
 describe('deploy/ manifests', () => {
   it('parse, and name apiVersion, kind and metadata.name', () => {

@@ -112,6 +112,29 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
   }
 }
 
+/**
+ * Arguments of a quiet test `tailguard agent` proxying to `upstream` (any proxy and OTLP port, no NVML),
+ * reporting to `collector`.
+ *
+ * @example spawnCli(proxyAgentArgs(modelUrl, 'http://127.0.0.1:9'), env)
+ */
+export function proxyAgentArgs(upstream: string, collector: string): string[] {
+  return [
+    'agent',
+    '--proxy-port',
+    '0',
+    '--upstream',
+    upstream,
+    '--otlp-port',
+    '0',
+    '--no-nvml',
+    '--log-level',
+    'fatal',
+    '--collector',
+    collector,
+  ]
+}
+
 /** Calls the API with a bearer token and parses JSON. */
 export async function api<T = unknown>(
   base: string,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { spawnCli } from '../../helpers/cli.js'
+import { proxyAgentArgs, spawnCli } from '../../helpers/cli.js'
 import type { CliProcess } from '../../helpers/cli.js'
 
 const procs: CliProcess[] = []
@@ -17,23 +17,7 @@ describe('tailguard serve-model + tailguard agent --proxy-port (CLI end to end)'
     const model = spawnCli(['serve-model', '--port', '0', '--hidden', '64', '--log-level', 'fatal'])
     procs.push(model)
     const [, modelUrl] = await model.waitFor(/on (http:\/\/\S+)/)
-    const agent = spawnCli(
-      [
-        'agent',
-        '--proxy-port',
-        '0',
-        '--upstream',
-        modelUrl!,
-        '--otlp-port',
-        '0',
-        '--no-nvml',
-        '--log-level',
-        'fatal',
-        '--collector',
-        'http://127.0.0.1:9',
-      ],
-      env,
-    )
+    const agent = spawnCli(proxyAgentArgs(modelUrl!, 'http://127.0.0.1:9'), env)
     procs.push(agent)
     const [, proxyPort] = await agent.waitFor(/proxy on http:\/\/[^:]+:(\d+)/)
     const [, apiPort] = await agent.waitFor(/setpoints API on http:\/\/[^:]+:(\d+)/)
