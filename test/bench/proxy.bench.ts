@@ -11,15 +11,18 @@ import type { Bench } from './table.js'
 // Added latency of the proxy, side by side in one run: open-loop fixed-rate GETs (250, 1k, 2k, 4k req/s) against
 // a tiny upstream (a node http server answering 2 bytes), sent directly, through `tailguard agent
 // --proxy-port` (the real CLI, in its own process) and through nginx (Debian's, started here with a temp
-// config on a loopback port, upstream keepalive on, buffering off as for streaming). Added p50/p99 = the
-// path's percentile minus the direct path's in the same rate step. CPU: the proxy process's user+system
+// config on a loopback port, upstream keepalive on, buffering off as for streaming). Each rate's step runs in
+// rounds that interleave the paths; added p50/p99 = the median over rounds of the path's percentile minus the
+// direct path's in the same round. CPU: the proxy process's user+system
 // time over the step, as % of one core per 1k req/s. tailguard runs twice: as it starts by default, and with
 // NODE_OPTIONS=--max-semi-space-size=64 (docs/proxy.md: a larger young generation, so fewer scavenges land in a
 // request's path), each in its own process.
 
 const RATES = [250, 1000, 2000, 4000]
-const DURATION_MS = Number(process.env.TG_BENCH_PROXY_MS ?? 5000)
-const WARMUP_MS = 1000
+const DURATION_MS = Number(process.env.TG_BENCH_PROXY_MS ?? 9000)
+/** Each rate's step is split into this many rounds that interleave the paths (`TG_BENCH_PROXY_ROUNDS`). */
+const ROUNDS = Math.max(1, Number(process.env.TG_BENCH_PROXY_ROUNDS ?? 3))
+const WARMUP_MS = 500
 /** Before the first step, every path takes this long at 2k req/s: the agent's JIT compiles its hot path then. */
 const FIRST_WARMUP_MS = Number(process.env.TG_BENCH_PROXY_WARMUP_MS ?? 4000)
 /** The young-generation setting docs/proxy.md recommends for the proxy (MB per semi-space). */
@@ -105,6 +108,28 @@ http {
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error('nginx did not start')
+}
+
+/** One path's measurements at one rate, over the rounds. */
+interface PathStep {
+  /** Latencies of every answered request, ms. */
+  all: number[]
+  /** Each round's own percentiles, ms. */
+  rounds: Array<{ p50: number; p99: number }>
+  wallS: number
+  cpuS: number
+  loopP99: number
+  loopMax: number
+  deopts: number
+  errors: number
+}
+
+function newStep(): PathStep {
+  return { all: [], rounds: [], wallS: 0, cpuS: 0, loopP99: 0, loopMax: 0, deopts: 0, errors: 0 }
+}
+
+function median(values: readonly number[]): number {
+  return quantile(values, 0.5)
 }
 
 /** A collector stand-in that acknowledges every report (an agent with no collector retries from its spool). */
@@ -230,45 +255,66 @@ const bench: Bench = {
       for (const t of targets)
         await openLoop({ url: `http://127.0.0.1:${t.port}`, ratePerS: 2000, durationMs: FIRST_WARMUP_MS })
       const rows: Array<Array<string | number>> = []
-      const summary: Record<number, Record<string, { p50: number; p99: number }>> = {}
+      /** Median added p99 by path, per rate. */
+      const summary: Record<number, Record<string, number>> = {}
       for (const rate of RATES) {
-        const base: Record<string, { p50: number; p99: number }> = {}
+        // Rounds interleave the paths, so a burst of other work on the machine lands on one round of each rather
+        // than on one path's whole step; the added latency is the median over rounds of (path − direct) in the
+        // same round.
+        const steps = new Map<string, PathStep>(targets.map((t) => [t.name, newStep()]))
+        for (let round = 0; round < ROUNDS; round++)
+          for (const t of targets) {
+            const url = `http://127.0.0.1:${t.port}`
+            await openLoop({ url, ratePerS: rate, durationMs: WARMUP_MS })
+            if (t.agent) await loopDelay(t.agent.metricsPort) // resets the agent's delay histogram
+            const deopts0 = t.agent?.deopts() ?? 0
+            const cpu0 = cpuSeconds(t.pids())
+            const t0 = performance.now()
+            const samples = await openLoop({ url, ratePerS: rate, durationMs: DURATION_MS / ROUNDS })
+            const step = steps.get(t.name)!
+            step.wallS += (performance.now() - t0) / 1000
+            step.cpuS += cpuSeconds(t.pids()) - cpu0
+            const loop = t.agent ? await loopDelay(t.agent.metricsPort) : null
+            if (loop) {
+              step.loopP99 = Math.max(step.loopP99, loop.p99)
+              step.loopMax = Math.max(step.loopMax, loop.max)
+            }
+            if (t.agent) step.deopts += t.agent.deopts() - deopts0
+            const ok = samples.filter((x) => x.status === 200).map((x) => x.latencyMs)
+            step.errors += samples.length - ok.length
+            step.all.push(...ok)
+            step.rounds.push({ p50: quantile(ok, 0.5), p99: quantile(ok, 0.99) })
+          }
+        const d = steps.get('direct')!
+        const addedAt: Record<string, number> = {}
         for (const t of targets) {
-          const url = `http://127.0.0.1:${t.port}`
-          await openLoop({ url, ratePerS: rate, durationMs: WARMUP_MS })
-          if (t.agent) await loopDelay(t.agent.metricsPort) // resets the agent's delay histogram
-          const deopts0 = t.agent?.deopts() ?? 0
-          const cpu0 = cpuSeconds(t.pids())
-          const t0 = performance.now()
-          const samples = await openLoop({ url, ratePerS: rate, durationMs: DURATION_MS })
-          const wall = (performance.now() - t0) / 1000
-          const cpu = cpuSeconds(t.pids()) - cpu0
-          const loop = t.agent ? await loopDelay(t.agent.metricsPort) : null
-          const deopts = t.agent ? t.agent.deopts() - deopts0 : null
-          const ok = samples.filter((s) => s.status === 200).map((s) => s.latencyMs)
-          const p50 = quantile(ok, 0.5)
-          const p99 = quantile(ok, 0.99)
-          base[t.name] = { p50, p99 }
-          const d = base.direct!
-          const cpuPctPer1k = t.name === 'direct' ? NaN : (cpu / wall / (rate / 1000)) * 100
+          const step = steps.get(t.name)!
+          const p50 = quantile(step.all, 0.5)
+          const p99 = quantile(step.all, 0.99)
+          const isDirect = t.name === 'direct'
+          const added = (q: 'p50' | 'p99') => step.rounds.map((r, i) => r[q] - d.rounds[i]![q])
+          const addedP99 = added('p99')
+          if (!isDirect) addedAt[t.name] = median(addedP99)
+          const cpuPctPer1k = isDirect ? NaN : (step.cpuS / step.wallS / (rate / 1000)) * 100
           log(
-            `${rate}/s ${t.name}: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, ${samples.length - ok.length} errors`,
+            `${rate}/s ${t.name}: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, ${step.errors} errors`,
           )
           rows.push([
             rate,
             t.name,
             p50,
             p99,
-            t.name === 'direct' ? '—' : p50 - d.p50,
-            t.name === 'direct' ? '—' : p99 - d.p99,
+            isDirect ? '—' : median(added('p50')),
+            isDirect ? '—' : median(addedP99),
+            isDirect ? '—' : `${Math.min(...addedP99).toFixed(2)} … ${Math.max(...addedP99).toFixed(2)}`,
             Number.isNaN(cpuPctPer1k) ? '—' : cpuPctPer1k,
-            loop ? loop.p99 : '—',
-            loop ? loop.max : '—',
-            ...(TRACE_DEOPTS ? [deopts ?? '—'] : []),
-            samples.length - ok.length,
+            t.agent ? step.loopP99 : '—',
+            t.agent ? step.loopMax : '—',
+            ...(TRACE_DEOPTS ? [t.agent ? step.deopts : '—'] : []),
+            step.errors,
           ])
         }
-        summary[rate] = base
+        summary[rate] = addedAt
       }
       // SSE: how long after the upstream sent the first event the client had it (hrtime is one monotonic
       // clock for every process on the machine), 200 streams per path, 20 at a time.
@@ -291,7 +337,7 @@ const bench: Bench = {
         sse.push([t.name, gaps.length, quantile(gaps, 0.5), quantile(gaps, 0.9), quantile(gaps, 0.99)])
       }
       const at2k = summary[2000]!
-      const added = (n: string) => (at2k[n] ? at2k[n]!.p99 - at2k.direct!.p99 : NaN)
+      const added = (n: string) => at2k[n] ?? NaN
       const ngAdded = added('nginx')
       const verdict = (name: string) => {
         const a = added(name)
@@ -322,6 +368,7 @@ const bench: Bench = {
             'p99',
             'added p50',
             'added p99',
+            'added p99 by round',
             'CPU %/1k req/s',
             'agent loop delay p99',
             'max',
@@ -337,7 +384,7 @@ const bench: Bench = {
               (TRACE_DEOPTS
                 ? ' deopts: V8 deoptimizations in the agent during the step (--trace-deopt).'
                 : ' TG_BENCH_PROXY_DEOPTS=1 adds a column of V8 deoptimizations in the agent per step.'),
-            `Every path first takes ${FIRST_WARMUP_MS / 1000} s at 2k req/s (the agent compiles its hot path in its first seconds), then ${DURATION_MS / 1000} s per step after a ${WARMUP_MS / 1000} s warm-up; latency counts from each request's scheduled send time (no coordinated omission). The load generator, upstream and proxies share this machine's cores with other work, so absolute figures are noisy; the rows of one rate were measured back to back.`,
+            `Every path first takes ${FIRST_WARMUP_MS / 1000} s at 2k req/s (the agent compiles its hot path in its first seconds), then ${DURATION_MS / 1000} s per rate in ${ROUNDS} rounds that interleave the paths, each after a ${WARMUP_MS / 1000} s warm-up; latency counts from each request's scheduled send time (no coordinated omission). p50/p99: over all of a path's rounds. Added: the median over rounds of (path − direct in the same round); 'by round' gives the lowest and highest. The load generator, upstream and proxies share this machine's cores with other work, so absolute figures are noisy.`,
           ],
         },
       ]
