@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { buildProgram } from '../../bin/tailguard.js'
 import { proxyAgentArgs, spawnCli } from '../helpers/cli.js'
 
 // `tailguard agent` runs beside every model server, so it loads only what it needs: not the collector's store
@@ -91,4 +92,14 @@ describe('tailguard agent is lean', () => {
     const heavy = HEAVY.flatMap(([re, why]) => urls.filter((u) => re.test(u)).map((u) => `${why}: ${u}`))
     expect(heavy).toEqual([])
   }, 60_000)
+
+  it('loads each subcommand alone under its own name (what `run` does for a named one)', async () => {
+    const io = { out: () => {}, err: () => {}, errRaw: () => {}, isTTY: false }
+    const all = (await buildProgram(io)).commands.map((c) => c.name())
+    expect(all).toContain('agent')
+    for (const name of all) {
+      const alone = await buildProgram(io, name)
+      expect(alone.commands.map((c) => c.name())).toEqual([name])
+    }
+  })
 })
