@@ -37,9 +37,12 @@ const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Regist
   ['decisions', async () => (await import('../controller/index.js')).registerDecisions],
 ]
 
-/** The subcommand `argv` asks for, if it names one: the first argument that is not an option. */
+/**
+ * The subcommand `argv` runs, if its first argument names one; otherwise (`--help`, `--version`, a misspelled
+ * name, an option first) every subcommand is registered, so help lists them all and errors can suggest one.
+ */
 function commandNamed(argv: readonly string[]): string | undefined {
-  const first = argv.slice(2).find((a) => !a.startsWith('-'))
+  const first = argv[2]
   return COMMANDS.some(([name]) => name === first) ? first : undefined
 }
 

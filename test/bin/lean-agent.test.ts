@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { buildProgram } from '../../bin/tailguard.js'
+import { buildProgram, run } from '../../bin/tailguard.js'
 import { proxyAgentArgs, spawnCli } from '../helpers/cli.js'
 
 // `tailguard agent` runs beside every model server, so it loads only what it needs: not the collector's store
@@ -101,5 +101,21 @@ describe('tailguard agent is lean', () => {
       const alone = await buildProgram(io, name)
       expect(alone.commands.map((c) => c.name())).toEqual([name])
     }
+  })
+
+  it('lists every subcommand when the first argument is not one (an option first, a misspelling)', async () => {
+    let out = ''
+    const io = {
+      out: (t: string) => void (out += t + '\n'),
+      err: (t: string) => void (out += t + '\n'),
+      errRaw: () => {},
+      isTTY: false,
+    }
+    expect(await run(['node', 'tailguard', '--help', 'agent'], io)).toBe(0)
+    expect(out).toMatch(/^ {2}start /m)
+    expect(out).toMatch(/^ {2}agent /m)
+    out = ''
+    expect(await run(['node', 'tailguard', 'agnet'], io)).toBe(1)
+    expect(out).toContain('(Did you mean agent?)')
   })
 })
