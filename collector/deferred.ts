@@ -1,8 +1,7 @@
 /**
  * The collector's heavy entry points, loaded on first call: the store (kysely and the database drivers) and
- * the server (fastify's plugins, the routes, the SLO engine). Everything else in `index.ts` is the report
- * format, the config and the CLI helpers, which a standalone agent needs; it then never loads the rest
- * (test/bin/lean-agent.test.ts).
+ * the server (fastify's plugins, the routes, the SLO engine). A standalone agent needs only the report format,
+ * the config and the CLI helpers from `index.ts`, so it never loads these (test/bin/lean-agent.test.ts).
  */
 import type { FastifyBaseLogger } from 'fastify'
 import type { TailguardConfig } from './config/index.js'

@@ -199,7 +199,6 @@ async function probeCapacity(
   ms: number,
 ): Promise<number> {
   const client = createH1Fetch({ connectionsPerOrigin: 32 })
-  const cut = cutter()
   let done = 0
   let counting = false
   let k = 0
@@ -213,7 +212,6 @@ async function probeCapacity(
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: completionBody(a, maxTokens),
-          signal: cut.signal,
         })
         await res.text()
         if (counting) done++
@@ -228,7 +226,6 @@ async function probeCapacity(
   const t0 = performance.now()
   await Promise.all(loops)
   const s = (performance.now() - t0) / 1000
-  cut.abort()
   await client.close()
   if (failed) throw failed
   return done / Math.max(s, 1e-3)

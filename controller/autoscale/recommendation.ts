@@ -1,8 +1,8 @@
-import { closestNames } from '../../collector/index.js'
 /**
  * The replica recommendation that autoscalers ask tailguard for (KEDA external scaler, the Kubernetes external
  * metrics API, the JSON API): one per target, published by the controller at each decision, in observe mode too.
  */
+import { closestNames } from '../../collector/index.js'
 
 /** Which workload a recommendation is for: a service, optionally narrowed to a model and version. */
 export interface AutoscaleRef {

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { CLI } from '../helpers/cli.js'
+import { CLI, proxyAgentArgs } from '../helpers/cli.js'
 import { freePort } from '../helpers/ports.js'
 import { quantile, stop, waitListening } from './load.js'
 import type { Bench } from './table.js'
@@ -44,17 +43,35 @@ interface Start {
   heapMb: number
 }
 
-async function measure(
-  launch: () => ChildProcess,
-  ready: RegExp,
-  exercise: (port: number) => Promise<number>,
-): Promise<Start> {
+/** One process to measure: how to start it, how it says it listens, and what to send it before reading. */
+interface Launch {
+  readonly args: readonly string[]
+  readonly env?: Record<string, string>
+  readonly ready: RegExp
+  readonly path: string
+  readonly requests: number
+  /** The port of a tailguard agent's /metrics, to read its heap from. */
+  readonly metricsPort?: number
+}
+
+async function measure(l: Launch): Promise<Start> {
   const t0 = performance.now()
-  const child = launch()
+  const child = spawn(process.execPath, l.args, {
+    env: { ...process.env, ...l.env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   try {
-    const { port } = await waitListening(child, ready)
+    const { port } = await waitListening(child, l.ready)
     const readyMs = performance.now() - t0
-    const heapMb = await exercise(port)
+    for (let i = 0; i < l.requests; i++) await get(`http://127.0.0.1:${port}${l.path}`)
+    await new Promise((r) => setTimeout(r, SETTLE_MS)) // the agent sends reports meanwhile (every 1 s)
+    let heapMb = NaN
+    if (l.metricsPort !== undefined) {
+      const m = /^tailguard_agent_nodejs_heap_size_used_bytes (\S+)$/m.exec(
+        await get(`http://127.0.0.1:${l.metricsPort}/metrics`),
+      )
+      if (m) heapMb = Number(m[1]) / 2 ** 20
+    }
     return { readyMs, rssMb: rssMb(child.pid!), heapMb }
   } finally {
     await stop(child)
@@ -83,76 +100,45 @@ const bench: Bench = {
         {
           name: 'node (a bare node:http server)',
           run: () =>
-            measure(
-              () =>
-                spawn(process.execPath, ['--input-type=module', '-e', BARE], {
-                  stdio: ['ignore', 'pipe', 'inherit'],
-                }),
-              /listening (\d+)/,
-              async (port) => {
-                for (let i = 0; i < 200; i++) await get(`http://127.0.0.1:${port}/`)
-                await new Promise((r) => setTimeout(r, SETTLE_MS))
-                return NaN
-              },
-            ),
+            measure({
+              args: ['--input-type=module', '-e', BARE],
+              ready: /listening (\d+)/,
+              path: '/',
+              requests: 200,
+            }),
         },
         {
           name: 'tailguard agent --proxy-port',
           run: async () => {
             const otlp = await freePort()
-            return measure(
-              () =>
-                spawn(
-                  process.execPath,
-                  [
-                    CLI,
-                    'agent',
-                    '--proxy-port',
-                    '0',
-                    '--upstream',
-                    `http://127.0.0.1:${upstreamPort}`,
-                    '--otlp-port',
-                    String(otlp),
-                    '--no-nvml',
-                    '--interval-ms',
-                    '1000',
-                    '--log-level',
-                    'fatal',
-                    '--collector',
-                    `http://127.0.0.1:${collectorPort}`,
-                  ],
-                  {
-                    env: { ...process.env, TAILGUARD_AGENT_TOKEN: 'bench-agent-token-0123456789' },
-                    stdio: ['ignore', 'pipe', 'inherit'],
-                  },
+            return measure({
+              args: [
+                CLI,
+                ...proxyAgentArgs(
+                  `http://127.0.0.1:${upstreamPort}`,
+                  `http://127.0.0.1:${collectorPort}`,
+                  otlp,
                 ),
-              /proxy on http:\/\/[^:]+:(\d+)/,
-              async (port) => {
-                for (let i = 0; i < 200; i++) await get(`http://127.0.0.1:${port}/`)
-                await new Promise((r) => setTimeout(r, SETTLE_MS)) // a report goes out (every 1 s)
-                const m = /^tailguard_agent_nodejs_heap_size_used_bytes (\S+)$/m.exec(
-                  await get(`http://127.0.0.1:${otlp}/metrics`),
-                )
-                return m ? Number(m[1]) / 2 ** 20 : NaN
-              },
-            )
+                '--interval-ms',
+                '1000',
+              ],
+              env: { TAILGUARD_AGENT_TOKEN: 'bench-agent-token-0123456789' },
+              ready: /proxy on http:\/\/[^:]+:(\d+)/,
+              path: '/',
+              requests: 200,
+              metricsPort: otlp,
+            })
           },
         },
         {
           name: 'tailguard serve-model',
           run: () =>
-            measure(
-              () =>
-                spawn(process.execPath, [CLI, 'serve-model', '--port', '0', '--log-level', 'fatal'], {
-                  stdio: ['ignore', 'pipe', 'inherit'],
-                }),
-              /on http:\/\/[^:]+:(\d+)/,
-              async (port) => {
-                for (let i = 0; i < 20; i++) await get(`http://127.0.0.1:${port}/v2/health/ready`)
-                await new Promise((r) => setTimeout(r, SETTLE_MS))
-                return NaN
-              },
-            ),
+            measure({
+              args: [CLI, 'serve-model', '--port', '0', '--log-level', 'fatal'],
+              ready: /on http:\/\/[^:]+:(\d+)/,
+              path: '/v2/health/ready',
+              requests: 20,
+            }),
         },
       ]
       const results = new Map<string, Start[]>(paths.map((p) => [p.name, []]))

@@ -113,12 +113,12 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
 }
 
 /**
- * Arguments of a quiet test `tailguard agent` proxying to `upstream` (any proxy and OTLP port, no NVML),
- * reporting to `collector`.
+ * Arguments of a quiet test `tailguard agent` proxying to `upstream` (any proxy port, the OTLP/metrics port
+ * given or any, no NVML), reporting to `collector`.
  *
  * @example spawnCli(proxyAgentArgs(modelUrl, 'http://127.0.0.1:9'), env)
  */
-export function proxyAgentArgs(upstream: string, collector: string): string[] {
+export function proxyAgentArgs(upstream: string, collector: string, otlpPort = 0): string[] {
   return [
     'agent',
     '--proxy-port',
@@ -126,7 +126,7 @@ export function proxyAgentArgs(upstream: string, collector: string): string[] {
     '--upstream',
     upstream,
     '--otlp-port',
-    '0',
+    String(otlpPort),
     '--no-nvml',
     '--log-level',
     'fatal',
