@@ -35,9 +35,20 @@ function listenOnce(port: number): Promise<boolean> {
 /** A TCP port that was free a moment ago on 127.0.0.1, outside the kernel's ephemeral range (for processes
  * that must be told their port before they start, or keep one port across restarts). */
 export async function freePort(): Promise<number> {
+  return freePorts(1)
+}
+
+/** The first of `n` consecutive ports that were all free a moment ago (for a process actuator's basePort,
+ * whose replica i listens on basePort + i), from the same band as {@link freePort}. */
+export async function freePorts(n: number): Promise<number> {
   for (let tries = 0; tries < BAND; tries++) {
-    const port = bandStart + (next++ % BAND)
-    if (await listenOnce(port)) return port
+    const first = bandStart + (next++ % (BAND - n + 1))
+    let free = true
+    for (let i = 0; i < n && free; i++) free = await listenOnce(first + i)
+    if (free) {
+      next += n - 1
+      return first
+    }
   }
-  throw new Error(`freePort: no free port in ${bandStart}–${bandStart + BAND - 1}`)
+  throw new Error(`freePorts: no ${n} consecutive free ports in ${bandStart}–${bandStart + BAND - 1}`)
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
 import { describeFailure, httpJson } from '../http.js'
 import { putBatching } from './model-server.js'
 import type { Actuator, Knob } from './types.js'
@@ -36,6 +37,18 @@ interface Replica {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** How many slots past the last one in use a scale-up looks at before it gives up on finding free ports. */
+const SLOT_SEARCH = 64
+
+/** Whether nothing listens on host:port (a replica started there could bind it). */
+function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer()
+    probe.once('error', () => resolve(false))
+    probe.listen(port, host, () => probe.close(() => resolve(true)))
+  })
+}
 
 /**
  * Local replica processes behind a sidecar proxy (the demo and the end-to-end test): scaling up spawns
@@ -173,11 +186,26 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
       if (change.replicas !== undefined) {
         const a = active()
         if (change.replicas > a.length) {
+          // A port something else listens on is skipped: a replica there would exit at once, and a foreign
+          // server answering /healthz would join the upstream set.
           const used = new Set(replicas.map((r) => r.slot))
           const started: string[] = []
-          for (let slot = 0; started.length < change.replicas - a.length; slot++)
-            if (!used.has(slot)) started.push(start(slot).url)
-          notes.push(`started ${started.join(', ')}`)
+          const busy: number[] = []
+          const last = Math.max(-1, ...used) + SLOT_SEARCH
+          for (let slot = 0; started.length < change.replicas - a.length && slot <= last; slot++) {
+            if (used.has(slot)) continue
+            if (await portFree(host, o.basePort + slot)) started.push(start(slot).url)
+            else busy.push(o.basePort + slot)
+          }
+          if (busy.length > 0) event(`port(s) ${busy.join(', ')} in use by another process; skipped`)
+          if (started.length < change.replicas - a.length)
+            return {
+              ok: false,
+              error: `started ${started.length} of ${change.replicas - a.length} replicas: ports ${o.basePort}–${o.basePort + last} on ${host} are in use`,
+            }
+          notes.push(
+            `started ${started.join(', ')}${busy.length > 0 ? ` (ports ${busy.join(', ')} in use, skipped)` : ''}`,
+          )
         } else if (change.replicas < a.length) {
           // Newest first, starting ones before ready ones.
           const victims = [...a]

@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -20,6 +21,7 @@ import {
   startServer,
 } from '../../helpers/contract-servers.js'
 import type { TestServer } from '../../helpers/contract-servers.js'
+import { freePorts } from '../../helpers/ports.js'
 
 const ctx = { target: 'chat', fencingToken: 3, decisionId: 41, reason: 'load up 3x' }
 const TOKEN = 'agent-admin-token-0123456789'
@@ -224,23 +226,37 @@ describe('local process actuator', () => {
     `require('node:http').createServer((q, s) => { if (q.url === '/v1/batching') { s.end(JSON.stringify({ windowMs: 7, maxBatch: 4 })); return } s.end('{"status":"ok"}') }).listen(Number(process.argv[1]), '127.0.0.1')`,
     '{port}',
   ]
-
-  it('starts replicas, adds them to the agent once healthy, drains before stopping on scale-down', async () => {
-    const agent = track(await startFakeAgent())
-    const base = 20_000 + Math.floor(Math.random() * 20_000)
+  /** An actuator over `replica` on ports base…, behind `agentUrl`, recording its events in `events`. */
+  const replicasOn = (base: number, agentUrl: string, events: string[]) => {
     const a = createProcessActuator({
       command: replica,
       basePort: base,
-      agentUrl: agent.url,
+      agentUrl,
       pollMs: 20,
       drainGraceMs: 2000,
+      onEvent: (line) => events.push(line),
     })
     actuators.push(a)
+    return a
+  }
+
+  it('starts replicas, adds them to the agent once healthy, drains before stopping on scale-down', async () => {
+    const agent = track(await startFakeAgent())
+    // Both replicas' ports below the ephemeral range: a port there can be any test's client's source port.
+    const base = await freePorts(2)
+    const events: string[] = []
+    const a = replicasOn(base, agent.url, events)
     expect(await a.apply({ replicas: 2 }, ctx)).toMatchObject({
       ok: true,
       detail: expect.stringMatching(/started/),
     })
-    await expect.poll(() => agent.state.upstreams.length, { timeout: 10_000 }).toBe(2)
+    // A replica that exits before it is ready (its port taken after all) shows in the events.
+    await expect
+      .poll(() => agent.state.upstreams.length, { timeout: 10_000 })
+      .toBe(2)
+      .catch((e: Error) => {
+        throw new Error(`${e.message}\nreplica events:\n${events.join('\n')}`)
+      })
     expect(agent.state.upstreams.map((u) => u.state)).toEqual(['active', 'active'])
     expect(await a.read()).toEqual({ ok: true, reading: { replicas: { desired: 2, ready: 2, starting: 0 } } })
     // One request is in flight on the newest replica: scale-down marks it draining and waits.
@@ -254,5 +270,29 @@ describe('local process actuator', () => {
     agent.state.upstreams[1]!.inFlight = 0
     await expect.poll(() => agent.state.upstreams.length, { timeout: 5000 }).toBe(1)
     expect(agent.state.upstreams[0]!.url).toBe(`http://127.0.0.1:${base}`)
+  })
+
+  it('skips a port another server holds, so the server does not join the upstream set', async () => {
+    const agent = track(await startFakeAgent())
+    const base = await freePorts(3)
+    // Something else on base + 1 that answers every path with 200, /healthz included.
+    const foreign = createServer((_q, s) => s.end('{"status":"ok"}'))
+    await new Promise<void>((r) => foreign.listen(base + 1, '127.0.0.1', r))
+    try {
+      const events: string[] = []
+      const a = replicasOn(base, agent.url, events)
+      expect(await a.apply({ replicas: 2 }, ctx)).toEqual({
+        ok: true,
+        detail: `started http://127.0.0.1:${base}, http://127.0.0.1:${base + 2} (ports ${base + 1} in use, skipped)`,
+      })
+      expect(events).toContain(`port(s) ${base + 1} in use by another process; skipped`)
+      await expect.poll(() => agent.state.upstreams.length, { timeout: 10_000 }).toBe(2)
+      expect(agent.state.upstreams.map((u) => u.url).sort()).toEqual([
+        `http://127.0.0.1:${base}`,
+        `http://127.0.0.1:${base + 2}`,
+      ])
+    } finally {
+      await new Promise((r) => foreign.close(r))
+    }
   })
 })
