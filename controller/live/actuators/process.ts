@@ -41,12 +41,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** How many slots past the last one in use a scale-up looks at before it gives up on finding free ports. */
 const SLOT_SEARCH = 64
 
-/** Whether nothing listens on host:port (a replica started there could bind it). */
-function portFree(host: string, port: number): Promise<boolean> {
+/**
+ * Whether a replica could listen on host:port: `free`, `busy` (another process listens there), or why no
+ * process could (an unknown host, a privileged port, a port past 65535).
+ */
+function probePort(host: string, port: number): Promise<'free' | 'busy' | { error: string }> {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535)
+    return Promise.resolve({ error: `port ${port} is outside 1–65535` })
   return new Promise((resolve) => {
     const probe = createServer()
-    probe.once('error', () => resolve(false))
-    probe.listen(port, host, () => probe.close(() => resolve(true)))
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(
+        err.code === 'EADDRINUSE' ? 'busy' : { error: `cannot listen on ${host}:${port}: ${err.message}` },
+      ),
+    )
+    probe.listen(port, host, () => probe.close(() => resolve('free')))
   })
 }
 
@@ -103,17 +112,16 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
     child.stderr?.on('data', (c: Buffer) => {
       r.stderr = (r.stderr + c.toString('utf8')).slice(-2000)
     })
-    child.on('exit', (code, signal) => {
-      if (r.state !== 'stopped')
-        event(`replica ${r.url} exited (${signal ?? code}) ${r.stderr.trim().slice(-200)}`)
+    // A replica that exits, or whose command could not be started at all ('error' without 'exit'), leaves.
+    const gone = (why: string) => {
+      if (!replicas.includes(r)) return
+      if (r.state !== 'stopped') event(`replica ${r.url} ${why} ${r.stderr.trim().slice(-200)}`.trimEnd())
       r.state = 'stopped'
-      const i = replicas.indexOf(r)
-      if (i >= 0) replicas.splice(i, 1)
+      replicas.splice(replicas.indexOf(r), 1)
       void pushUpstreams()
-    })
-    child.on('error', (err) => {
-      r.stderr += err.message
-    })
+    }
+    child.on('exit', (code, signal) => gone(`exited (${signal ?? code})`))
+    child.on('error', (err) => gone(`could not start: ${err.message}`))
     replicas.push(r)
     void (async () => {
       const deadline = Date.now() + (o.readyTimeoutMs ?? 30_000)
@@ -192,17 +200,25 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
           const started: string[] = []
           const busy: number[] = []
           const last = Math.max(-1, ...used) + SLOT_SEARCH
+          let refused: string | null = null
           for (let slot = 0; started.length < change.replicas - a.length && slot <= last; slot++) {
             if (used.has(slot)) continue
-            if (await portFree(host, o.basePort + slot)) started.push(start(slot).url)
-            else busy.push(o.basePort + slot)
+            const port = await probePort(host, o.basePort + slot)
+            if (port === 'free') started.push(start(slot).url)
+            else if (port === 'busy') busy.push(o.basePort + slot)
+            else {
+              refused = port.error
+              break
+            }
           }
           if (busy.length > 0) event(`port(s) ${busy.join(', ')} in use by another process; skipped`)
-          if (started.length < change.replicas - a.length)
+          if (started.length < change.replicas - a.length) {
+            const why = refused ?? `ports ${o.basePort}–${o.basePort + last} on ${host} are in use`
             return {
               ok: false,
-              error: `started ${started.length} of ${change.replicas - a.length} replicas: ports ${o.basePort}–${o.basePort + last} on ${host} are in use`,
+              error: `started ${started.length} of ${change.replicas - a.length} replicas: ${why}`,
             }
+          }
           notes.push(
             `started ${started.join(', ')}${busy.length > 0 ? ` (ports ${busy.join(', ')} in use, skipped)` : ''}`,
           )

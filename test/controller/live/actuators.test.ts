@@ -295,4 +295,51 @@ describe('local process actuator', () => {
       await new Promise((r) => foreign.close(r))
     }
   })
+
+  it('fails naming the address when no replica could listen there, starting nothing', async () => {
+    // 192.0.2.1 (TEST-NET-1) is no address of this machine; a port past 65535 is no port.
+    const events: string[] = []
+    const far = createProcessActuator({
+      command: replica,
+      basePort: 9100,
+      host: '192.0.2.1',
+      onEvent: (l) => events.push(l),
+    })
+    actuators.push(far)
+    expect(await far.apply({ replicas: 2 }, ctx)).toEqual({
+      ok: false,
+      error: expect.stringMatching(
+        /^started 0 of 2 replicas: cannot listen on 192\.0\.2\.1:9100: listen EADDRNOTAVAIL/,
+      ),
+    })
+    const top = createProcessActuator({ command: replica, basePort: 65_535, host: '127.0.0.1' })
+    actuators.push(top)
+    const r = await top.apply({ replicas: 2 }, ctx)
+    expect(r).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/of 2 replicas: port 65536 is outside 1–65535$/),
+    })
+    expect(await far.read()).toEqual({
+      ok: true,
+      reading: { replicas: { desired: 0, ready: 0, starting: 0 } },
+    })
+    expect(events).toEqual([])
+  })
+
+  it('drops a replica whose command cannot start at once, saying why, instead of waiting out readyTimeoutMs', async () => {
+    const events: string[] = []
+    const base = await freePorts(1)
+    const a = createProcessActuator({
+      command: ['/nonexistent/model-server', '--port', '{port}'],
+      basePort: base,
+      readyTimeoutMs: 60_000,
+      onEvent: (l) => events.push(l),
+    })
+    actuators.push(a)
+    expect((await a.apply({ replicas: 1 }, ctx)).ok).toBe(true)
+    await expect
+      .poll(() => events, { timeout: 5000 })
+      .toEqual([`replica http://127.0.0.1:${base} could not start: spawn /nonexistent/model-server ENOENT`])
+    expect(await a.read()).toEqual({ ok: true, reading: { replicas: { desired: 0, ready: 0, starting: 0 } } })
+  })
 })
