@@ -10,6 +10,8 @@ export interface Sample {
   readonly status: number
   /** Priority class sent in x-tailguard-priority, if any. */
   readonly cls: number
+  /** The request's place in the schedule (0 first): it was due at start + seq / rate. */
+  readonly seq: number
 }
 
 /**
@@ -46,6 +48,7 @@ export async function openLoop(opts: {
       const now = performance.now()
       while (i < total && start + (i * 1000) / opts.ratePerS <= now) {
         const due = start + (i * 1000) / opts.ratePerS
+        const seq = i
         const cls = opts.classOf?.(i) ?? 0
         const headers = opts.headers?.(i) ?? {}
         pending.push(
@@ -58,10 +61,10 @@ export async function openLoop(opts: {
             })
             .then(async (res) => {
               await res.body.dump()
-              samples.push({ latencyMs: performance.now() - due, status: res.statusCode, cls })
+              samples.push({ latencyMs: performance.now() - due, status: res.statusCode, cls, seq })
             })
             .catch(() => {
-              samples.push({ latencyMs: performance.now() - due, status: 0, cls })
+              samples.push({ latencyMs: performance.now() - due, status: 0, cls, seq })
             }),
         )
         i++
