@@ -5,6 +5,7 @@ import type { Node as YamlNode } from 'yaml'
 import { Value } from '@sinclair/typebox/value'
 import type { TSchema } from '@sinclair/typebox'
 import { ConfigInvalid } from '../errors.js'
+import { closestNames } from '../routes/closest.js'
 import {
   AgentSection,
   CollectorSection,
@@ -154,11 +155,39 @@ function schemaProblems(
   data: unknown,
   file: string,
   lineOf: (path: readonly (string | number)[]) => number | null,
+  prefix: readonly string[] = [],
 ): ConfigProblem[] {
   const out: ConfigProblem[] = []
   const seen = new Set<string>()
   for (const e of Value.Errors(schema, data)) {
-    const path = e.path.split('/').filter(Boolean)
+    const path = [...prefix, ...e.path.split('/').filter(Boolean)]
+    // A union told apart by `type` (the actuators): the problems of the member that `type` names.
+    const tagged = taggedMembers(e.schema)
+    if (tagged !== undefined && e.value !== null && typeof e.value === 'object' && !Array.isArray(e.value)) {
+      const tag = (e.value as { type?: unknown }).type
+      const member = typeof tag === 'string' ? tagged.get(tag) : undefined
+      const problems =
+        member !== undefined
+          ? schemaProblems(member, e.value, file, lineOf, path)
+          : [
+              {
+                file,
+                line: lineOf(tag === undefined ? path : [...path, 'type']),
+                field: [...path, 'type'].join('.'),
+                message:
+                  `expected one of ${[...tagged.keys()].map((k) => JSON.stringify(k)).join(', ')}` +
+                  (tag === undefined
+                    ? ' (missing)'
+                    : ` (got ${JSON.stringify(tag)}${nearest(tag, [...tagged.keys()])})`),
+              },
+            ]
+      for (const p of problems) {
+        const key = `${p.field}\u0000${p.message}`
+        if (!seen.has(key)) out.push(p)
+        seen.add(key)
+      }
+      continue
+    }
     const field = path.join('.')
     const key = `${field}\u0000${e.message}`
     if (seen.has(key)) continue
@@ -176,6 +205,25 @@ function schemaProblems(
     })
   }
   return out
+}
+
+/** "; did you mean …" for a misspelt constant, or nothing. */
+function nearest(value: unknown, known: readonly string[]): string {
+  const close = typeof value === 'string' ? closestNames(value, known, 1) : []
+  return close.length > 0 ? `; did you mean ${JSON.stringify(close[0])}?` : ''
+}
+
+/** The members of a union of objects that each fix `type` to a constant, by that constant; else undefined. */
+function taggedMembers(schema: TSchema): Map<string, TSchema> | undefined {
+  const members = (schema as { anyOf?: TSchema[] }).anyOf
+  if (!Array.isArray(members) || members.length < 2) return undefined
+  const byTag = new Map<string, TSchema>()
+  for (const m of members) {
+    const tag = (m as { properties?: { type?: { const?: unknown } } }).properties?.type?.const
+    if (typeof tag !== 'string') return undefined
+    byTag.set(tag, m)
+  }
+  return byTag
 }
 
 /**
@@ -212,9 +260,11 @@ function unionMessage(schema: TSchema): string | undefined {
         : s.minLength !== undefined
           ? `a string of at least ${s.minLength} characters`
           : 'a string'
+    if (s.type === 'object') return 'an object'
+    if (s.type === 'array') return 'a list'
     return s.type ?? 'another value'
   }
-  const all = members.map(describe)
+  const all = [...new Set(members.map(describe))]
   return `expected ${all.length === 1 ? all[0] : `${all.slice(0, -1).join(', ')} or ${all.at(-1)}`}`
 }
 

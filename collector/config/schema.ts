@@ -416,8 +416,8 @@ export const ActuatorConfig = Type.Union([
       type: Type.Literal('process'),
       /** The replica command; `{port}` in an argument is replaced by the replica's port. */
       command: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
-      /** The first replica's port; replica i listens on basePort + i. */
-      basePort: Port,
+      /** The first replica's port; replica i listens on basePort + i (so not 0, which would pick any port). */
+      basePort: Type.Integer({ minimum: 1, maximum: 65535 }),
       host: Type.Optional(Type.String({ minLength: 1 })),
       /** The agent (proxy) whose upstream set holds the replicas (PUT /v1/upstreams), drained before a stop. */
       agentUrl: Type.Optional(HttpUrl),

@@ -93,6 +93,39 @@ describe('config', () => {
     expect(resolveConfig({ flags: { collector: { ingestWorkers: 2 } } }).collector.ingestWorkers).toBe(2)
   })
 
+  it('reports an actuator by its type: the misspelt type, or the fields wrong for that type', () => {
+    const target = (actuators: string[]) =>
+      [
+        'controllers:',
+        '  - name: chat',
+        '    service: chat',
+        '    slos: []',
+        '    objective: { thresholdMs: 2000 }',
+        '    knobs: [replicas]',
+        '    bounds: { minReplicas: 1, maxReplicas: 3 }',
+        '    initial: { replicas: 1, windowMs: 5, maxBatch: 16, admission: [{ maxQueue: 8, maxConcurrency: 4 }] }',
+        '    actuators:',
+        ...actuators,
+      ].join('\n')
+    const misspelt = problemsOf(target(['      - { type: proces, command: [x], basePort: 9100 }']), 'a.yaml')
+    expect(misspelt).toContain(
+      'a.yaml:10: controllers.0.actuators.0.type: expected one of "agent", "model-server", "triton", "kubernetes", "process", "webhook" (got "proces"; did you mean "process"?)',
+    )
+    expect(problemsOf(target(['      - { command: [x], basePort: 9100 }']), 'a.yaml')).toContain(
+      'controllers.0.actuators.0.type: expected one of "agent",',
+    )
+    const fields = problemsOf(
+      target(['      - type: process', '        command: [x]', '        basePort: 0', '        bogus: 1']),
+      'a.yaml',
+    )
+    expect(fields).toContain(
+      'a.yaml:12: controllers.0.actuators.0.basePort: Expected integer to be greater or equal to 1 (got 0)',
+    )
+    expect(fields).toContain('a.yaml:13: controllers.0.actuators.0.bogus: Unexpected property')
+    // Not the union's members listed as "object, object, …".
+    expect(fields).not.toMatch(/object, object/)
+  })
+
   it('reports YAML syntax errors with their line', () => {
     expect(() => parseConfigText('collector:\n  port: [1\n', 'y.yaml')).toThrow(
       /y\.yaml:3: \(root\): YAML syntax/,
