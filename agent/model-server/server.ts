@@ -250,6 +250,8 @@ export function buildModelServer(
   }
 
   app.get('/v2/health/ready', async () => ({ ready: true }))
+  // vLLM's, TGI's and SGLang's health path too (the process actuator's default readiness probe).
+  app.get('/health', async () => ({ ready: true }))
   app.get('/v2/health/live', async () => ({ live: true }))
   app.get('/v2', async () => ({ name: 'tailguard-model-server', version: '1', extensions: ['statistics'] }))
 

@@ -424,7 +424,9 @@ export const ActuatorConfig = Type.Union([
       agentToken: Token,
       /** The replicas serve the batching API (PUT /v1/batching): this actuator also moves batching. */
       batching: Type.Optional(Type.Boolean()),
-      /** How long a new replica may take to answer GET /healthz before it counts as failed. */
+      /** The path a replica answers 200 on once it serves (default /health; Triton: /v2/health/ready). */
+      healthPath: Type.Optional(Type.String({ pattern: '^/' })),
+      /** How long a new replica may take to answer on healthPath before it counts as failed. */
       readyTimeoutMs: Type.Optional(Type.Integer({ minimum: 100 })),
       /** How long a draining replica may keep in-flight requests before it is stopped anyway. */
       drainGraceMs: Type.Optional(Type.Integer({ minimum: 0 })),

@@ -475,6 +475,19 @@ export function createLiveController(o: LiveControllerOptions) {
     }
   }
 
+  /** AbleToScale after an actuation: failed, or rescaled when it set a replica count (`rescaledTo`). */
+  function noteActuation(
+    s: TargetState,
+    r: { ok: boolean; detail: string | null },
+    rescaledTo: number | null,
+    nowMs: number,
+  ): void {
+    if (!r.ok)
+      setCondition(s, 'AbleToScale', 'False', 'FailedUpdateScale', r.detail ?? 'an actuator failed', nowMs)
+    else if (rescaledTo !== null)
+      setCondition(s, 'AbleToScale', 'True', 'SucceededRescale', `desired replicas ${rescaledTo}`, nowMs)
+  }
+
   async function stepTarget(
     s: TargetState,
     rec: ControllerRecord,
@@ -642,6 +655,56 @@ export function createLiveController(o: LiveControllerOptions) {
       return { id, outcome: r.ok ? 'applied' : 'failed' }
     }
 
+    // The replica floor holds without data too: a fleet below minReplicas (nothing started yet, or its
+    // processes gone) gets its minimum, since replicas that do not run send no data to unfreeze it.
+    if (
+      s.stale &&
+      !s.conflict &&
+      mode === 'enforce' &&
+      s.rails.knobs.includes('replicas') &&
+      replicasNow &&
+      replicasNow.desired < s.rails.minReplicas
+    ) {
+      const goal = Math.max(s.rails.minReplicas, Math.min(s.rails.maxReplicas, s.t.config.initial.replicas))
+      const floor = applyRails(
+        [
+          {
+            kind: 'scale',
+            desiredReplicas: goal,
+            reason: `the fleet runs ${replicasNow.desired} replica(s), below the minimum of ${s.rails.minReplicas}: starting ${goal}`,
+          },
+        ],
+        before,
+        s.rails,
+        s.rail,
+      )
+      s.rail = floor.state
+      const after = applyActions(before, floor.actions)
+      const reason = [
+        ...floor.actions.map((a) => `${a.kind}: ${a.reason}`),
+        ...floor.notes,
+        `no policy step (${s.conditions.get('MetricsStale')!.message})`,
+      ].join('; ')
+      const id = await record(s, nowMs, mode, {
+        observation: null,
+        prediction: null,
+        actions: floor.actions,
+        before,
+        after,
+        reason,
+        outcome: 'pending',
+        detail: null,
+      })
+      if (id === null) return null
+      const r = await actuate(s, id, before, after, floor.actions, reason)
+      await cs.setOutcome(id, r.ok ? 'applied' : 'failed', r.detail)
+      s.setpoints = r.inForce
+      // The policy started from the count below the floor; it starts again from the one in force.
+      s.policyState = s.t.policy.init(s.setpoints)
+      noteActuation(s, r, after.desiredReplicas, nowMs)
+      return { id, outcome: r.ok ? 'applied' : 'failed' }
+    }
+
     if (s.stale || s.conflict) {
       // Freeze: hold every setpoint. Store one decision when the freeze starts, so the timeline shows it.
       const startsNow = (s.stale && !wasStale) || (s.conflict !== null && s.conflict.sinceMs === nowMs)
@@ -730,24 +793,12 @@ export function createLiveController(o: LiveControllerOptions) {
         const r = await actuate(s, id, before, after, railed.actions, reason)
         await cs.setOutcome(id, r.ok ? 'applied' : 'failed', r.detail)
         s.setpoints = r.inForce
-        if (!r.ok)
-          setCondition(
-            s,
-            'AbleToScale',
-            'False',
-            'FailedUpdateScale',
-            r.detail ?? 'an actuator failed',
-            nowMs,
-          )
-        else if (railed.actions.some((a) => a.kind === 'scale'))
-          setCondition(
-            s,
-            'AbleToScale',
-            'True',
-            'SucceededRescale',
-            `desired replicas ${after.desiredReplicas}`,
-            nowMs,
-          )
+        noteActuation(
+          s,
+          r,
+          railed.actions.some((a) => a.kind === 'scale') ? after.desiredReplicas : null,
+          nowMs,
+        )
         result = { id, outcome: r.ok ? 'applied' : 'failed' }
       } else {
         // Observe: the recommendation stands as the setpoints shown; the fleet keeps what it has.

@@ -79,6 +79,7 @@ export function createActuator(
         ...((a.agentToken ?? agentToken) ? { agentToken: (a.agentToken ?? agentToken)! } : {}),
         ...(a.batching ? { batching: true } : {}),
         ...(modelToken ? { batchingToken: modelToken } : {}),
+        ...(a.healthPath !== undefined ? { healthPath: a.healthPath } : {}),
         ...(a.readyTimeoutMs !== undefined ? { readyTimeoutMs: a.readyTimeoutMs } : {}),
         ...(a.drainGraceMs !== undefined ? { drainGraceMs: a.drainGraceMs } : {}),
         ...(onEvent ? { onEvent } : {}),

@@ -18,7 +18,10 @@ export interface ProcessActuatorOptions {
   /** When true the replicas serve the batching API (contract 3) and this actuator also moves batching. */
   readonly batching?: boolean
   readonly batchingToken?: string
-  /** How long a new replica may take to answer `GET /healthz` (default 30 s). */
+  /** The path a new replica answers 200 on once it serves (default `/health`: vLLM, TGI, SGLang, `tailguard
+   * serve-model`; Triton and other KServe v2 servers: `/v2/health/ready`). */
+  readonly healthPath?: string
+  /** How long a new replica may take to answer on `healthPath` (default 30 s). */
   readonly readyTimeoutMs?: number
   /** How long a draining replica may keep in-flight requests before it is stopped anyway (default 30 s). */
   readonly drainGraceMs?: number
@@ -61,7 +64,7 @@ function probePort(host: string, port: number): Promise<'free' | 'busy' | { erro
 
 /**
  * Local replica processes behind a sidecar proxy (the demo and the end-to-end test): scaling up spawns
- * replicas (`tailguard serve-model --port {port}` or any command), waits for `GET /healthz`, then adds them
+ * replicas (`tailguard serve-model --port {port}` or any command), waits for `GET {healthPath}` to answer 200, then adds them
  * to the agent's upstream set; scaling down first marks the newest replicas `draining` there (the proxy sends
  * them nothing new), waits until their in-flight requests finish or `drainGraceMs` passes, then stops them.
  * Replicas it started are stopped on `close()`.
@@ -71,6 +74,7 @@ function probePort(host: string, port: number): Promise<'free' | 'busy' | { erro
 export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
   const host = o.host ?? '127.0.0.1'
   const poll = o.pollMs ?? 100
+  const health = o.healthPath ?? '/health'
   const replicas: Replica[] = []
   let batching: { windowMs: number; maxBatch: number } | null = null
   let upstreamWrite: Promise<unknown> = Promise.resolve()
@@ -126,7 +130,7 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
     void (async () => {
       const deadline = Date.now() + (o.readyTimeoutMs ?? 30_000)
       while (r.state === 'starting' && Date.now() < deadline) {
-        const h = await httpJson(`${r.url}/healthz`, { timeoutMs: 1000 })
+        const h = await httpJson(`${r.url}${health}`, { timeoutMs: 1000 })
         if (h.ok && h.status === 200) {
           if (batching && o.batching) await putBatching([r.url], batching, o.batchingToken)
           r.state = 'ready'
@@ -195,7 +199,7 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
         const a = active()
         if (change.replicas > a.length) {
           // A port something else listens on is skipped: a replica there would exit at once, and a foreign
-          // server answering /healthz would join the upstream set.
+          // server answering the health path would join the upstream set.
           const used = new Set(replicas.map((r) => r.slot))
           const started: string[] = []
           const busy: number[] = []

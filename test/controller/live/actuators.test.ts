@@ -21,6 +21,7 @@ import {
   startServer,
 } from '../../helpers/contract-servers.js'
 import type { TestServer } from '../../helpers/contract-servers.js'
+import { CLI } from '../../helpers/cli.js'
 import { freePorts } from '../../helpers/ports.js'
 
 const ctx = { target: 'chat', fencingToken: 3, decisionId: 41, reason: 'load up 3x' }
@@ -325,6 +326,45 @@ describe('local process actuator', () => {
     })
     expect(events).toEqual([])
   })
+
+  it('brings a real tailguard serve-model replica up on the default health path, and a KServe one on its own', async () => {
+    const [base, kserveBase] = [await freePorts(1), await freePorts(2)]
+    const model = createProcessActuator({
+      command: [process.execPath, CLI, 'serve-model', '--port', '{port}', '--log-level', 'fatal'],
+      basePort: base,
+      pollMs: 50,
+    })
+    actuators.push(model)
+    expect((await model.apply({ replicas: 1 }, ctx)).ok).toBe(true)
+    await expect
+      .poll(async () => model.read(), { timeout: 20_000, interval: 100 })
+      .toEqual({ ok: true, reading: { replicas: { desired: 1, ready: 1, starting: 0 } } })
+    // A server that answers only KServe v2's readiness path: ready with healthPath set, not without.
+    const kserve = [
+      process.execPath,
+      '-e',
+      `require('node:http').createServer((q, s) => { s.statusCode = q.url === '/v2/health/ready' ? 200 : 404; s.end() }).listen(Number(process.argv[1]), '127.0.0.1')`,
+      '{port}',
+    ]
+    const triton = createProcessActuator({
+      command: kserve,
+      basePort: kserveBase,
+      healthPath: '/v2/health/ready',
+      pollMs: 20,
+    })
+    const unset = createProcessActuator({ command: kserve, basePort: kserveBase + 1, pollMs: 20 })
+    actuators.push(triton, unset)
+    await triton.apply({ replicas: 1 }, ctx)
+    await unset.apply({ replicas: 1 }, ctx)
+    await expect
+      .poll(async () => triton.read(), { timeout: 10_000 })
+      .toEqual({ ok: true, reading: { replicas: { desired: 1, ready: 1, starting: 0 } } })
+    await new Promise((r) => setTimeout(r, 500))
+    expect(await unset.read()).toEqual({
+      ok: true,
+      reading: { replicas: { desired: 1, ready: 0, starting: 1 } },
+    })
+  }, 30_000)
 
   it('drops a replica whose command cannot start at once, saying why, instead of waiting out readyTimeoutMs', async () => {
     const events: string[] = []

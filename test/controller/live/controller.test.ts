@@ -125,6 +125,17 @@ for (const dialect of testDialects())
         createAgentActuator({ url: agent.url }),
       ],
     })
+    /** The Deployment's scale subresource alone, with the service-account token from a file. */
+    const scaleOnly = () =>
+      createKubernetesActuator({
+        kind: 'Deployment',
+        namespace: 'llm',
+        name: 'chat',
+        apiServer: k8s.url,
+        env: {},
+        tokenFile: tokenFile(),
+      })
+
     it('enforce: scales through the scale subresource, sheds the low class, stores each action with reason, outcome and effect', async () => {
       const policy = scriptedPolicy()
       const c = createLiveController({
@@ -132,17 +143,7 @@ for (const dialect of testDialects())
         targets: [
           {
             ...target(policy),
-            actuators: [
-              createKubernetesActuator({
-                kind: 'Deployment',
-                namespace: 'llm',
-                name: 'chat',
-                apiServer: k8s.url,
-                env: {},
-                tokenFile: tokenFile(),
-              }),
-              createAgentActuator({ url: agent.url }),
-            ],
+            actuators: [scaleOnly(), createAgentActuator({ url: agent.url })],
           },
         ],
         intervalMs: INTERVAL,
@@ -188,17 +189,7 @@ for (const dialect of testDialects())
         targets: [
           {
             ...target(scriptedPolicy(), 'observe'),
-            actuators: [
-              createKubernetesActuator({
-                kind: 'Deployment',
-                namespace: 'llm',
-                name: 'chat',
-                apiServer: k8s.url,
-                env: {},
-                tokenFile: tokenFile(),
-              }),
-              createAgentActuator({ url: agent.url }),
-            ],
+            actuators: [scaleOnly(), createAgentActuator({ url: agent.url })],
           },
         ],
         intervalMs: INTERVAL,
@@ -227,17 +218,7 @@ for (const dialect of testDialects())
         targets: [
           {
             ...target(policy),
-            actuators: [
-              createKubernetesActuator({
-                kind: 'Deployment',
-                namespace: 'llm',
-                name: 'chat',
-                apiServer: k8s.url,
-                env: {},
-                tokenFile: tokenFile(),
-              }),
-              createAgentActuator({ url: agent.url }),
-            ],
+            actuators: [scaleOnly(), createAgentActuator({ url: agent.url })],
           },
         ],
         intervalMs: INTERVAL,
@@ -272,23 +253,62 @@ for (const dialect of testDialects())
       await c.stop()
     })
 
+    it('a fleet below minReplicas gets its minimum without data (no replicas, so no data would ever come)', async () => {
+      await k8s.close()
+      k8s = await startFakeKubernetes({ namespace: 'llm', name: 'chat', token: K8S_TOKEN, replicas: 0 })
+      // Holds the replica count it was started from, so a policy left at the count below the floor shows.
+      let steps = 0
+      const hold: Policy<{ desired: number }> = {
+        name: 'hold',
+        init: (sp) => ({ desired: sp.desiredReplicas }),
+        step: (st) => {
+          steps++
+          return {
+            state: st,
+            actions: [{ kind: 'scale', desiredReplicas: st.desired, reason: `hold ${st.desired}` }],
+          }
+        },
+      }
+      const c = createLiveController({
+        store: db.store,
+        targets: [{ ...target(hold as Policy<unknown>), actuators: [scaleOnly()] }],
+        intervalMs: INTERVAL,
+        holder: 'ctl-a',
+      })
+      const first = await c.round(T0)
+      expect(first.decisions).toEqual([{ target: 'chat', id: expect.any(Number), outcome: 'applied' }])
+      expect(k8s.state.replicas).toBe(2) // initial.replicas, within bounds 1..10
+      // Still no data: the floor holds and nothing else moves; the policy never ran.
+      expect((await c.round(T0 + INTERVAL)).decisions).toEqual([])
+      expect(k8s.state.puts).toBe(1)
+      expect(steps).toBe(0)
+      const cs = createControllerStore(db.store)
+      const [d] = await cs.decisions({ fromMs: 0, toMs: T0 + 1e6, limit: 10 })
+      expect(d!.reason).toBe(
+        'scale: the fleet runs 0 replica(s), below the minimum of 1: starting 2; no policy step (no data for this target yet)',
+      )
+      expect(d!.observation).toBeNull()
+      expect((await cs.get('chat'))!.conditions.find((x) => x.type === 'ScalingActive')).toMatchObject({
+        status: 'False',
+        reason: 'MetricsStale',
+      })
+      // Data comes (rounds go on every interval, the lease held): the policy starts from the 2 replicas in force,
+      // not from the 0 it found, which the rails would have made a scale-down to 1 after two intervals.
+      await ingestLoad(db.store, T0, T0 + 60_000, 30, 50, 1)
+      for (let t = T0 + 2 * INTERVAL; t <= T0 + 60_000; t += INTERVAL) await c.round(t)
+      expect(steps).toBeGreaterThanOrEqual(3)
+      expect(k8s.state.replicas).toBe(2)
+      expect(k8s.state.puts).toBe(1)
+      await c.stop()
+    })
+
     it('a replica change from outside raises ConflictingController and stops acting until the mode is set again', async () => {
       const c = createLiveController({
         store: db.store,
         targets: [
           {
             ...target(scriptedPolicy()),
-            actuators: [
-              createKubernetesActuator({
-                kind: 'Deployment',
-                namespace: 'llm',
-                name: 'chat',
-                apiServer: k8s.url,
-                env: {},
-                tokenFile: tokenFile(),
-              }),
-              createAgentActuator({ url: agent.url }),
-            ],
+            actuators: [scaleOnly(), createAgentActuator({ url: agent.url })],
           },
         ],
         intervalMs: INTERVAL,
@@ -328,17 +348,7 @@ for (const dialect of testDialects())
           targets: [
             {
               ...target(scriptedPolicy()),
-              actuators: [
-                createKubernetesActuator({
-                  kind: 'Deployment',
-                  namespace: 'llm',
-                  name: 'chat',
-                  apiServer: k8s.url,
-                  env: {},
-                  tokenFile: tokenFile(),
-                }),
-                createAgentActuator({ url: agent.url }),
-              ],
+              actuators: [scaleOnly(), createAgentActuator({ url: agent.url })],
             },
           ],
           intervalMs: INTERVAL,
