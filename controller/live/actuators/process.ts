@@ -64,9 +64,10 @@ function probePort(host: string, port: number): Promise<'free' | 'busy' | { erro
 
 /**
  * Local replica processes behind a sidecar proxy (the demo and the end-to-end test): scaling up spawns
- * replicas (`tailguard serve-model --port {port}` or any command), waits for `GET {healthPath}` to answer 200, then adds them
- * to the agent's upstream set; scaling down first marks the newest replicas `draining` there (the proxy sends
- * them nothing new), waits until their in-flight requests finish or `drainGraceMs` passes, then stops them.
+ * replicas (`tailguard serve-model --port {port}` or any command) on ports no other process holds, waits until
+ * `GET {healthPath}` answers 200, then adds them to the agent's upstream set; scaling down first marks the
+ * newest replicas `draining` there (the proxy sends them nothing new), waits until their in-flight requests
+ * finish or `drainGraceMs` passes, then stops them.
  * Replicas it started are stopped on `close()`.
  *
  * @example createProcessActuator({ command: ['tailguard', 'serve-model', '--port', '{port}'], basePort: 9100, agentUrl: 'http://127.0.0.1:4318' })
