@@ -414,8 +414,15 @@ export const ActuatorConfig = Type.Union([
   Type.Object(
     {
       type: Type.Literal('process'),
-      /** The replica command; `{port}` in an argument is replaced by the replica's port. */
+      /** The replica command; `{port}` in an argument is replaced by the replica's port, `{slot}` by its number. */
       command: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+      /** Variables set for each replica, `{port}` and `{slot}` replaced (e.g. CUDA_VISIBLE_DEVICES: '{slot}'). */
+      env: Type.Optional(
+        Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), {
+          maxProperties: 64,
+          additionalProperties: false,
+        }),
+      ),
       /** The first replica's port; replica i listens on basePort + i (so not 0, which would pick any port). */
       basePort: Type.Integer({ minimum: 1, maximum: 65535 }),
       host: Type.Optional(Type.String({ minLength: 1 })),

@@ -122,6 +122,15 @@ describe('config', () => {
       'a.yaml:12: controllers.0.actuators.0.basePort: Expected integer to be greater or equal to 1 (got 0)',
     )
     expect(fields).toContain('a.yaml:13: controllers.0.actuators.0.bogus: Unexpected property')
+    const env = (vars: string) =>
+      target([
+        '      - type: process',
+        '        command: [x]',
+        '        basePort: 9100',
+        `        env: ${vars}`,
+      ])
+    expect(problemsOf(env("{ CUDA_VISIBLE_DEVICES: '{slot}' }"), 'a.yaml')).toBe('')
+    expect(problemsOf(env('{ 1GPU: x }'), 'a.yaml')).toMatch(/a\.yaml:\d+: controllers\.0\.actuators\.0\.env/)
     // Not the union's members listed as "object, object, …".
     expect(fields).not.toMatch(/object, object/)
   })

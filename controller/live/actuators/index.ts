@@ -74,6 +74,7 @@ export function createActuator(
       return createProcessActuator({
         command: a.command,
         basePort: a.basePort,
+        ...(a.env ? { replicaEnv: a.env } : {}),
         ...(a.host ? { host: a.host } : {}),
         ...(a.agentUrl ? { agentUrl: a.agentUrl } : {}),
         ...((a.agentToken ?? agentToken) ? { agentToken: (a.agentToken ?? agentToken)! } : {}),

@@ -7,8 +7,11 @@ import type { Actuator, Knob } from './types.js'
 
 /** Options of {@link createProcessActuator}. */
 export interface ProcessActuatorOptions {
-  /** The replica command; `{port}` in any argument becomes the replica's port. */
+  /** The replica command; `{port}` in any argument becomes the replica's port, `{slot}` its number (0, 1, …). */
   readonly command: readonly string[]
+  /** Variables set for each replica on top of the environment, with `{port}` and `{slot}` replaced (one GPU
+   * per replica: `{ CUDA_VISIBLE_DEVICES: '{slot}' }`). */
+  readonly replicaEnv?: Readonly<Record<string, string>>
   /** Replica i listens on basePort + i. */
   readonly basePort: number
   readonly host?: string
@@ -111,8 +114,11 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
 
   const start = (slot: number): Replica => {
     const port = o.basePort + slot
-    const [cmd, ...args] = o.command.map((a) => a.replaceAll('{port}', String(port)))
-    const child = spawn(cmd!, args, { stdio: ['ignore', 'ignore', 'pipe'], env: o.env ?? process.env })
+    const fill = (a: string) => a.replaceAll('{port}', String(port)).replaceAll('{slot}', String(slot))
+    const [cmd, ...args] = o.command.map(fill)
+    const env = { ...(o.env ?? process.env) }
+    for (const [k, v] of Object.entries(o.replicaEnv ?? {})) env[k] = fill(v)
+    const child = spawn(cmd!, args, { stdio: ['ignore', 'ignore', 'pipe'], env })
     const r: Replica = { slot, url: `http://${host}:${port}`, child, state: 'starting', stderr: '' }
     child.stderr?.on('data', (c: Buffer) => {
       r.stderr = (r.stderr + c.toString('utf8')).slice(-2000)

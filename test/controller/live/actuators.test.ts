@@ -366,6 +366,34 @@ describe('local process actuator', () => {
     })
   }, 30_000)
 
+  it('gives each replica its slot and port in its arguments and environment (one GPU per replica)', async () => {
+    const base = await freePorts(2)
+    const a = createProcessActuator({
+      command: [
+        process.execPath,
+        '-e',
+        `require('node:http').createServer((q, s) => s.end(JSON.stringify({ gpu: process.env.CUDA_VISIBLE_DEVICES, name: process.env.TG_NAME, arg: process.argv[2] }))).listen(Number(process.argv[1]), '127.0.0.1')`,
+        '{port}',
+        'replica-{slot}',
+      ],
+      replicaEnv: { CUDA_VISIBLE_DEVICES: '{slot}', TG_NAME: 'r{slot}@{port}' },
+      basePort: base,
+      pollMs: 20,
+    })
+    actuators.push(a)
+    await a.apply({ replicas: 2 }, ctx)
+    await expect
+      .poll(async () => a.read(), { timeout: 10_000 })
+      .toEqual({ ok: true, reading: { replicas: { desired: 2, ready: 2, starting: 0 } } })
+    const seen = await Promise.all(
+      [0, 1].map(async (i) => (await fetch(`http://127.0.0.1:${base + i}/`)).json()),
+    )
+    expect(seen).toEqual([
+      { gpu: '0', name: `r0@${base}`, arg: 'replica-0' },
+      { gpu: '1', name: `r1@${base + 1}`, arg: 'replica-1' },
+    ])
+  })
+
   it('drops a replica whose command cannot start at once, saying why, instead of waiting out readyTimeoutMs', async () => {
     const events: string[] = []
     const base = await freePorts(1)
