@@ -117,6 +117,17 @@ export function childPids(pid: number): number[] {
   return out
 }
 
+/** A collector stand-in for {@link spawnNode} that acknowledges every report (an agent with no collector
+ * retries from its spool). */
+export const STUB_COLLECTOR = `
+import { createServer } from 'node:http'
+const s = createServer((req, res) => {
+  req.resume()
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"stored"}'))
+})
+s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
+`
+
 /** Spawns `node -e source` (an inline helper server); resolves once it prints `listening <port>`. */
 export function spawnNode(
   source: string,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { CLI, proxyAgentArgs } from '../helpers/cli.js'
 import { freePort } from '../helpers/ports.js'
-import { openLoop, quantile, spawnNode, stop, waitListening } from './load.js'
+import { openLoop, quantile, spawnNode, stop, STUB_COLLECTOR, waitListening } from './load.js'
 import type { Sample } from './load.js'
 import type { Bench } from './table.js'
 
@@ -18,14 +18,6 @@ const ROUNDS = Number(process.env.TG_BENCH_START_ROUNDS ?? 3)
 const UPSTREAM = `
 import { createServer } from 'node:http'
 const s = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')) })
-s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
-`
-const STUB_COLLECTOR = `
-import { createServer } from 'node:http'
-const s = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"stored"}'))
-})
 s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
 `
 

@@ -5,7 +5,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CLI } from '../helpers/cli.js'
 import { freePort } from '../helpers/ports.js'
-import { childPids, cpuSeconds, openLoop, quantile, spawnNode, stop, waitListening } from './load.js'
+import {
+  childPids,
+  cpuSeconds,
+  openLoop,
+  quantile,
+  spawnNode,
+  stop,
+  STUB_COLLECTOR,
+  waitListening,
+} from './load.js'
 import type { Bench } from './table.js'
 
 // Added latency of the proxy, side by side in one run: open-loop fixed-rate GETs (250, 1k, 2k, 4k req/s) against
@@ -131,16 +140,6 @@ function newStep(): PathStep {
 function median(values: readonly number[]): number {
   return quantile(values, 0.5)
 }
-
-/** A collector stand-in that acknowledges every report (an agent with no collector retries from its spool). */
-const STUB_COLLECTOR = `
-import { createServer } from 'node:http'
-const s = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"stored"}'))
-})
-s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
-`
 
 /** `TG_BENCH_PROXY_DEOPTS=1`: the agents run with `--trace-deopt`, and each step counts their deoptimizations. */
 const TRACE_DEOPTS = process.env.TG_BENCH_PROXY_DEOPTS === '1'
