@@ -119,7 +119,14 @@ export function encodeResponseProtobuf(rejected: number, message: string): Uint8
  */
 export function refusalMessage(outcome: MapOutcome): string {
   const parts = Object.entries(outcome.refusedBy).map(([reason, n]) => `${n} ${reason}`)
-  return `${outcome.refused} of ${outcome.accepted + outcome.refused} spans not recorded (${parts.join(', ')}); set the tailguard.phase attribute or add the span name to the mapping's spanNamePhases`
+  const hints = Object.keys(outcome.refusedBy).flatMap((reason) => REFUSAL_HINTS[reason] ?? [])
+  return `${outcome.refused} of ${outcome.accepted + outcome.refused} spans not recorded (${parts.join(', ')})${hints.map((h) => `; ${h}`).join('')}`
+}
+
+/** What to do about each reason a span is not recorded (the mapping's refusals). */
+const REFUSAL_HINTS: Readonly<Record<string, string>> = {
+  unknown_phase: "set the tailguard.phase attribute or add the span name to the mapping's spanNamePhases",
+  negative_duration: 'a span ended before it started (endTimeUnixNano < startTimeUnixNano)',
 }
 
 /** Label repairs the sink has made so far, when it is the agent's recorder (0 for other sinks). */

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createRecorder, otlpReceiver } from '../../../../agent/index.js'
 import type { OtlpReceiverOptions, Recorder } from '../../../../agent/index.js'
+import { refusalMessage } from '../../../../agent/sources/otlp/receiver.js'
 import { toJson, toProtobuf } from './payloads.js'
 import { decodePartialSuccess, decodeTwoFields, good, partly } from './helpers.js'
 
@@ -75,6 +76,20 @@ describe('POST /v1/traces', () => {
       },
     })
     expect(recorder.drain().dropped).toEqual({ unknown_phase: 2, negative_duration: 2 })
+  })
+
+  it('gives the hint for each reason a span was refused, and only those', () => {
+    const msg = (refusedBy: Record<string, number>) =>
+      refusalMessage({ accepted: 1, refused: Object.values(refusedBy).reduce((a, b) => a + b, 0), refusedBy })
+    expect(msg({ negative_duration: 1 })).toBe(
+      '1 of 2 spans not recorded (1 negative_duration); a span ended before it started (endTimeUnixNano < startTimeUnixNano)',
+    )
+    expect(msg({ unknown_phase: 2 })).toBe(
+      "2 of 3 spans not recorded (2 unknown_phase); set the tailguard.phase attribute or add the span name to the mapping's spanNamePhases",
+    )
+    expect(msg({ unknown_phase: 1, negative_duration: 1 })).toMatch(
+      /spanNamePhases; a span ended before it started/,
+    )
   })
 
   it('answers 400 with a google.rpc.Status saying what was wrong for undecodable protobuf', async () => {
