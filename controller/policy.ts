@@ -30,6 +30,17 @@ export interface LlmSignals {
   readonly preemptions: number
 }
 
+/**
+ * An LLM fleet's signals as a proxy in front of it sees them, for servers that report none of their own: the
+ * requests in flight stand for the running sequences, the output tokens come from the responses (OpenAI
+ * `usage`, or counted per streamed event); prompt tokens, KV use and preemptions are unknown (0).
+ *
+ * @example proxyLlmSignals(12.5, 4200).running // 12.5
+ */
+export function proxyLlmSignals(inFlightMean: number, outputTokens: number): LlmSignals {
+  return { running: inFlightMean, inputTokens: 0, outputTokens, kvUsage: 0, preemptions: 0 }
+}
+
 /** What the collector knows at one control interval. */
 export interface FleetObservation {
   /** How old the observation is when the policy sees it, ms (absent or 0: fresh). Optional. */
@@ -52,6 +63,13 @@ export interface FleetObservation {
   readonly queueDepthByClass: readonly number[]
   /** Requests being served now. */
   readonly inFlight: number
+  /**
+   * Requests in flight at the replicas over the interval, time-weighted mean summed over replicas (a proxy in
+   * front of them counts a request from dispatch to its response, so a server's own queue is in it). With the
+   * completions, the mean time a request spends there (Little's law): a server's response time when it reports
+   * no service phase. Optional.
+   */
+  readonly inFlightMean?: number
   /** Average in-system concurrency (queued + in service) over short windows, keyed by window seconds. */
   readonly concurrency: Readonly<Record<number, number>>
   /** Mean and max batch size dispatched in the interval (0 when none). */

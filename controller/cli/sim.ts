@@ -200,6 +200,14 @@ export const registerSim: RegisterCommand = (program, io) => {
       'robustness: share of observations missing (the policy sees no data)',
     )
     .option('--observe-stale-s <s>', 'robustness: observations reach the policy this many seconds late')
+    .addOption(
+      new Option(
+        '--observe <what>',
+        'what policies see: full (spans or a scraped server: service time, batch sizes, busy share) or proxy (only what the proxy in front of servers that report nothing measures)',
+      )
+        .choices(['full', 'proxy'])
+        .default('full'),
+    )
     .option(
       '-c, --config <file>',
       'YAML config file: its policy.tailguard section sets tailguard options (flags override it)',

@@ -6,6 +6,7 @@
  */
 import { countAtOrBelow, summarizeMs } from '../../collector/index.js'
 import type { Histogram, Metric, RequestCounts, Selector } from '../../collector/index.js'
+import { proxyLlmSignals } from '../policy.js'
 import type { FleetObservation, LlmSignals, PhasePercentilesMs } from '../policy.js'
 
 /** The windows (seconds) of `arrivalRps` and `concurrency`, as in the simulator. */
@@ -170,9 +171,15 @@ export async function buildObservation(
     queueDepth: (fresh ?? signals)?.queued.last ?? 0,
     queueDepthByClass: (fresh ?? signals)?.queuedByClass ?? [],
     inFlight: (fresh ?? signals)?.inFlight.last ?? 0,
+    ...(signals ? { inFlightMean: signals.inFlight.mean } : {}),
     concurrency,
     batchSize: signals?.batchSize ?? { mean: 0, max: 0 },
-    ...(signals?.llm ? { llm: signals.llm } : {}),
+    // An LLM server that reports no counters of its own, behind the proxy: what the proxy counted stands in.
+    ...(signals?.llm
+      ? { llm: signals.llm }
+      : signals && counts.outputTokens > 0
+        ? { llm: proxyLlmSignals(signals.inFlight.mean, counts.outputTokens) }
+        : {}),
     errorBudget: {
       remaining: budget ?? 1,
       burnRate: total > 0 ? (total - good) / total / allowed : 0,

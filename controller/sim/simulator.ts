@@ -1,5 +1,5 @@
 import type { BatchServiceModel } from '../queueing/batching.js'
-import { applyActions } from '../policy.js'
+import { applyActions, proxyLlmSignals } from '../policy.js'
 import type { Action, FleetObservation, PhasePercentilesMs, Policy, Setpoints } from '../policy.js'
 import { createArrivals } from './arrivals.js'
 import type { ArrivalDraft, ArrivalSpec } from './arrivals.js'
@@ -81,6 +81,13 @@ export interface SimConfig {
    * (the policy sees the fleet as it was then, with `ageMs` set). Seeded by the simulation seed.
    */
   readonly observationFaults?: { readonly missingShare?: number; readonly staleMs?: number }
+  /**
+   * What the policy sees of the replicas: `full` (default), what spans or a scraped server report (service
+   * phase, batch sizes, busy share, an LLM server's own counters); `proxy`, only what tailguard's proxy in front
+   * of servers that report nothing measures: arrivals, its queue, requests in flight at the replicas, e2e (and
+   * TTFT/TPOT of streamed requests).
+   */
+  readonly observe?: 'full' | 'proxy'
 }
 
 /** What a run produced. */
@@ -685,6 +692,7 @@ class Simulation {
       queueDepth: this.q.queued,
       queueDepthByClass: this.q.depthByClass(),
       inFlight: this.inService,
+      inFlightMean: iv.runIntegral / this.intervalMs,
       concurrency,
       batchSize: { mean: iv.batches > 0 ? iv.batchItems / iv.batches : 0, max: iv.batchMax },
       errorBudget: {
@@ -708,7 +716,8 @@ class Simulation {
           }
         : {}),
     }
-    const out = this.policy.step(this.policyState, this.faulty(obs), now)
+    const seen = this.config.observe === 'proxy' ? proxyView(obs) : obs
+    const out = this.policy.step(this.policyState, this.faulty(seen), now)
     this.policyState = out.state
     this.apply(out.actions)
     iv.reset()
@@ -804,6 +813,22 @@ class Simulation {
 }
 
 const NO_DATA: PhasePercentilesMs = { p50: null, p99: null, count: 0 }
+
+/**
+ * What a proxy in front of replicas that report nothing sees of an observation: no service phase, batch sizes or
+ * busy share; of an LLM server's counters, only the output tokens (from the responses' usage) and the requests
+ * in flight as running sequences, no prompt tokens, KV use or preemptions.
+ */
+function proxyView(obs: FleetObservation): FleetObservation {
+  const { serviceMeanMs: _s, llm, ...rest } = obs
+  return {
+    ...rest,
+    latencyMs: { ...obs.latencyMs, service: NO_DATA },
+    batchSize: { mean: 0, max: 0 },
+    gpuUtilization: 0,
+    ...(llm ? { llm: proxyLlmSignals(obs.inFlightMean ?? obs.inFlight, llm.outputTokens) } : {}),
+  }
+}
 
 /** What a policy sees for an interval with no data: nothing arrived, completed or was measured. */
 function emptyObservation(obs: FleetObservation): FleetObservation {

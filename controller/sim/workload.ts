@@ -65,6 +65,7 @@ export interface SimFlags {
   controlIntervalMs: string
   observeMissing?: string
   observeStaleS?: string
+  observe?: string
   tgHeadroom?: string
   tgColdStartS?: string
   tgNPlusOne?: boolean
@@ -212,6 +213,7 @@ export function buildConfig(w: Workload, f: SimFlags): { config: SimConfig; llm:
     seed: num('--seed', f.seed, { integer: true, min: 0 }),
     controlIntervalMs: num('--control-interval-ms', f.controlIntervalMs, { gt: 0 }),
     ...(missing > 0 || staleMs > 0 ? { observationFaults: { missingShare: missing, staleMs } } : {}),
+    ...(f.observe === 'proxy' ? { observe: 'proxy' as const } : {}),
     arrivals: w.spec,
     replica,
     initial: {

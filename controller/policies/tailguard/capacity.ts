@@ -50,6 +50,12 @@ export interface LearnedCapacity {
   readonly ttftCorrection: number
   /** Intervals learned from. */
   readonly samples: number
+  /**
+   * Batch replicas: what the fit points come from, the service phase the replicas report or, when they report
+   * none, their response times as a proxy in front of them sees them ({@link learnCapacity}); absent before the
+   * first point.
+   */
+  readonly basis?: 'service' | 'responses'
   /** LLM: the decode-step model fitted from the points, refreshed as they are learned (null: not yet). */
   readonly stepModel: BatchServiceModel | null
   /** LLM: running sequences per replica of the last intervals, newest last (at most {@link RUNNING_KEPT}). */
@@ -112,6 +118,33 @@ export interface LearningContext {
 }
 
 /**
+ * Batch replicas that report no service phase, behind the proxy alone: one fit point from what the proxy sees,
+ * by Little's law. The mean time a request spent at the replicas (queued inside the server and served) is the
+ * mean in flight there over the completion rate; the batch it shared is the mean in flight per busy replica,
+ * at least 1 (per replica when no busy share is known: idle time then lowers the mean, and at light load a
+ * request is still served in a batch of one). A server's own queue lengthens the times the larger its load, so
+ * the fitted S(B) is steeper than the batch time alone: the fleet it sizes is larger, not smaller. The tail is
+ * the e2e p99 over its p50. Unchanged when the interval has no such data.
+ */
+function learnFromResponses(l: LearnedCapacity, obs: FleetObservation): LearnedCapacity {
+  const inFlight = obs.inFlightMean
+  const e2e = obs.latencyMs.e2e
+  if (inFlight === undefined || !(inFlight > 0) || !(obs.completed > 0)) return l
+  if (e2e.p50 === null || !(e2e.p50 > 0)) return l
+  const busy = obs.gpuUtilization > 0 ? clamp(obs.gpuUtilization, 0.05, 1) : 1
+  const x = Math.max(1, inFlight / Math.max(1, obs.replicas.ready) / busy)
+  const y = (inFlight / (obs.completed / (obs.intervalMs / 1000))) * 1000
+  const tail = e2e.p99 !== null ? clamp(e2e.p99 / e2e.p50, 1, 8) : l.tail
+  return {
+    ...l,
+    ...pushPoint(l, x, y),
+    tail: ewma(l.tail, tail),
+    samples: l.samples + 1,
+    basis: 'responses',
+  }
+}
+
+/**
  * Folds one (validated) observation into what has been learned. Returns the input unchanged when the interval
  * carried no service data.
  *
@@ -129,18 +162,19 @@ export function learnCapacity(
   const tpotSeen = obs.latencyMs.tpot
   const svc =
     obs.latencyMs.service.count === 0 && llm && tpotSeen.count > 0 ? tpotSeen : obs.latencyMs.service
-  if (svc.count === 0 || svc.p50 === null || !(svc.p50 > 0)) return l
+  if (svc.count === 0 || svc.p50 === null || !(svc.p50 > 0))
+    return llm || l.basis === 'service' ? l : learnFromResponses(l, obs)
   const ready = Math.max(1, obs.replicas.ready)
   const mean = obs.serviceMeanMs ?? svc.p50
-  let next: LearnedCapacity = l
   const tail = svc.p99 !== null && svc.p50 > 0 ? clamp(svc.p99 / svc.p50, 1, 8) : l.tail
   if (!llm) {
-    if (obs.batchSize.mean > 0) next = { ...l, ...pushPoint(l, obs.batchSize.mean, mean) }
+    // Service data replaces what was learned from response times: it measures the batch itself.
+    const from = l.basis === 'responses' ? NOTHING_LEARNED : l
+    const model = l.basis === 'responses' ? undefined : batchModel
+    const points = obs.batchSize.mean > 0 ? pushPoint(from, obs.batchSize.mean, mean) : {}
     const seen =
-      batchModel && svc.p99 !== null && obs.batchSize.mean > 0
-        ? serviceTail(svc.p99, batchModel, obs.batchSize)
-        : tail
-    return { ...next, tail: ewma(l.tail, seen), samples: l.samples + 1 }
+      model && svc.p99 !== null && obs.batchSize.mean > 0 ? serviceTail(svc.p99, model, obs.batchSize) : tail
+    return { ...from, ...points, basis: 'service', tail: ewma(from.tail, seen), samples: from.samples + 1 }
   }
   const running = obs.llm?.running ?? obs.inFlight
   const perReplica = running / ready
@@ -168,7 +202,7 @@ export function learnCapacity(
   let kvPerSeq = l.kvPerSeq
   if (obs.llm && obs.llm.kvUsage > 0) kvPerSeq = ewma(l.kvPerSeq, obs.llm.kvUsage / perReplica)
   const learned: LearnedCapacity = {
-    ...next,
+    ...l,
     prefillMs,
     outputTokens,
     kvPerSeq,

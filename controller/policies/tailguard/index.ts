@@ -280,7 +280,7 @@ function step(
               {
                 kind: 'scale' as const,
                 desiredReplicas: state.desired,
-                reason: `tailguard learning capacity (${learned.samples} of ${o.minFitPoints} intervals with service data): holding ${state.desired} replicas`,
+                reason: `tailguard learning capacity (${learned.samples} of ${o.minFitPoints} intervals with service data${llm ? '' : ' or response times'}): holding ${state.desired} replicas`,
               },
             ]
           : []),
@@ -321,7 +321,7 @@ function step(
     `forecast ${forecast.rps.toFixed(1)} req/s in ${(forecast.horizonMs / 1000).toFixed(0)} s ` +
     `(now ${forecast.shortRps.toFixed(1)}, 60 s ${forecast.longRps.toFixed(1)}, trend ${signed(forecast.trendRpsPerMin)} req/s/min` +
     `${forecast.burst > 1 ? `, burst ×${forecast.burst.toFixed(1)}` : ''}${backlogRps > 0 ? `, backlog ${obs.queueDepth}` : ''}), ` +
-    `headroom ${(headroom * 100).toFixed(0)}%${budgetWhy}, capacity ${perReplica.toFixed(1)} req/s/replica at ${metricName} p${o.percentile * 100} ≤ ${o.sloMs} ms ` +
+    `headroom ${(headroom * 100).toFixed(0)}%${budgetWhy}, capacity ${perReplica.toFixed(1)} req/s/replica${learned.basis === 'responses' ? ' (from response times)' : ''} at ${metricName} p${o.percentile * 100} ≤ ${o.sloMs} ms ` +
     `(predicted ${fmtMs(pv)}${llmWhy(need.prediction)}${need.below ? `; ${need.replicas - 1} would give ${fmtMs(need.below.valueMs)}` : ''}), ` +
     `need ${replicas}${n1Why}, have ${have}`
   if (replicas > desired) {
@@ -354,7 +354,10 @@ function step(
   }
   let next: TailguardState = { ...base, desired, lastScaleMs, needs }
   // Batching (batch replicas).
-  if (o.features.batching && !llm && now - state.lastBatchingMs >= BATCHING_EVERY_MS) {
+  // Not from response times: those fit what a request sees at the server, not its batches, and a server that
+  // reports nothing takes no batching setpoints either.
+  const batches = !llm && learned.basis !== 'responses'
+  if (o.features.batching && batches && now - state.lastBatchingMs >= BATCHING_EVERY_MS) {
     const perReady = shortRate(obs) / Math.max(1, obs.replicas.ready)
     const choice = chooseBatching(
       fit,
@@ -397,9 +400,11 @@ function step(
       ceilingWhy = `; measured under backlog ${ceiling.toFixed(1)} req/s/replica, model ×${f.toFixed(2)}`
     }
     const slots = llm ? readyReplicas * llmSlots(learned, next.maxBatch) : readyReplicas * next.maxBatch
+    // Batch replicas: a full batch's time; from response times, what a request takes at the concurrency in force.
+    const atServer = Math.max(1, (obs.inFlightMean ?? obs.inFlight) / readyReplicas)
     const serviceMs = llm
       ? firstTokenEstimate(learned)
-      : (fit.model.fixedMs + fit.model.perItemMs * next.maxBatch) * learned.tail
+      : (fit.model.fixedMs + fit.model.perItemMs * (batches ? next.maxBatch : atServer)) * learned.tail
     const queueBudgetMs =
       llm && o.metric === 'ttft' ? Math.max(1, o.sloMs - serviceMs) : o.sloMs * o.queueShare
     const deadlineMs = Math.max(1, o.sloMs - (llm ? 0.5 * serviceMs : serviceMs))
@@ -511,7 +516,7 @@ function predictor(
   const budget = o.sloMs * o.queueShare
   return (r, rps) => {
     const batching =
-      o.features.batching && fit.trusted
+      o.features.batching && fit.trusted && learned.basis !== 'responses'
         ? batchingFor(fit.model, learned.tail, rps / r, budget, o.maxBatchCap)
         : { windowMs: state.windowMs, maxBatch: state.maxBatch }
     return predictBatch(fit.model, learned.tail, r, rps, batching, o.percentile)

@@ -76,6 +76,7 @@ function firstBadNumber(obs: FleetObservation): string | undefined {
     ['batchSize.mean', obs.batchSize.mean],
     ['batchSize.max', obs.batchSize.max],
     ['serviceMeanMs', obs.serviceMeanMs],
+    ['inFlightMean', obs.inFlightMean],
     ['llm.running', obs.llm?.running],
     ['llm.inputTokens', obs.llm?.inputTokens],
     ['llm.outputTokens', obs.llm?.outputTokens],

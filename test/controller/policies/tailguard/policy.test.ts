@@ -236,6 +236,81 @@ describe('tailguard: replicas', () => {
   })
 })
 
+/**
+ * What the proxy alone sees of a batch fleet whose servers report nothing: no service phase or batch sizes,
+ * only requests in flight at the replicas (time-weighted) and completions. Each replica holds `perReplica` in
+ * flight, each taking S(B) = 5 + 0.6·B ms at B = perReplica, so Little's law gives the completions.
+ */
+function proxyObs(perReplica: number, ready: number): FleetObservation {
+  const s = 5 + 0.6 * perReplica
+  const rps = (perReplica * ready) / (s / 1000)
+  return {
+    ...batchObs({ rps, ready }),
+    latencyMs: {
+      queue: { p50: 0, p99: 1, count: 100 },
+      service: NONE,
+      e2e: { p50: s, p99: s * 1.3, count: 100 },
+      ttft: NONE,
+      tpot: NONE,
+    },
+    batchSize: { mean: 0, max: 0 },
+    serviceMeanMs: undefined,
+    inFlightMean: perReplica * ready,
+    completed: rps,
+    gpuUtilization: 0,
+  }
+}
+
+describe('tailguard: a batch fleet seen through the proxy alone (no service phase)', () => {
+  const steps = (n: number, ready = 2, from = 0): Array<[number, FleetObservation]> =>
+    Array.from({ length: n }, (_, i) => [from + (i + 1) * 1000, proxyObs(1 + (i % 8), ready)])
+
+  it("learns capacity from response times by Little's law, and says it is learning from them", () => {
+    const { log, state } = drive(OPTS, 2, steps(12))
+    expect(scales(log[0]!.actions)[0]!.reason).toMatch(
+      /learning capacity \(1 of 8 intervals with service data or response times\): holding 2 replicas/,
+    )
+    expect(state.learned.basis).toBe('responses')
+    // Points (in flight per replica, response time): S(B) = 5 + 0.6·B back from the rates alone.
+    const fit = state.learned.xs.map((x, i) => [x, state.learned.ys[i]!])
+    for (const [x, y] of fit) expect(y).toBeCloseTo(5 + 0.6 * x!, 6)
+  })
+
+  it('sizes the fleet from them and says so; sends no batching setpoints, which such a server does not take', () => {
+    const all = steps(12)
+    for (let t = 13; t <= 30; t++) all.push([t * 1000, proxyObs(14, 2)])
+    const { log, state } = drive(OPTS, 2, all)
+    const up = log.flatMap((l) => scales(l.actions)).find((a) => a.reason.includes('tailguard up'))
+    // 2 replicas at 14 in flight each carry 2 × 14 / 13.4 ms ≈ 2,090 req/s, near the limit of the fitted S(B)
+    // at the max batch of 16: the policy adds replicas.
+    expect(up?.reason).toMatch(/capacity [\d.]+ req\/s\/replica \(from response times\) at e2e p99 ≤ 100 ms/)
+    expect(state.desired).toBeGreaterThan(2)
+    expect(log.flatMap((l) => l.actions).filter((a) => a.kind === 'batching')).toEqual([])
+  })
+
+  it('holds as before when nothing tells the time at the replicas (no in-flight gauge)', () => {
+    const blind = steps(12).map(([t, o]): [number, FleetObservation] => [
+      t,
+      { ...o, inFlightMean: undefined },
+    ])
+    const { log, state } = drive(OPTS, 2, blind)
+    expect(state.learned.samples).toBe(0)
+    expect(scales(log.at(-1)!.actions)[0]!.reason).toMatch(/learning capacity \(0 of 8 intervals/)
+    expect(state.desired).toBe(2)
+  })
+
+  it('starts over from the service phase once the servers report it, and never mixes the two', () => {
+    const mixed = [...steps(10), ...learn(1000, 2, 10_000)]
+    const { state } = drive(OPTS, 2, mixed)
+    expect(state.learned.basis).toBe('service')
+    expect(state.learned.samples).toBe(10)
+    // Service data first: a later interval without it does not add response-time points.
+    const after = drive(OPTS, 2, [...learn(1000, 2), ...steps(5, 2, 10_000)])
+    expect(after.state.learned.basis).toBe('service')
+    expect(after.state.learned.xs).toHaveLength(10)
+  })
+})
+
 describe('tailguard: bad observations', () => {
   const warm = learn(3000, 3)
   const cases: Array<[string, FleetObservation, RegExp]> = [

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest'
+import { buildObservation } from '../../../controller/index.js'
+import { signalsReader } from '../../../controller/live/run.js'
+import type { Store } from '../../../collector/index.js'
+import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { makeReport } from '../../helpers/reports.js'
+
+const T0 = Date.parse('2026-11-28T12:00:00Z')
+const stat = (min: number, mean: number, max: number, last: number) => ({ min, mean, max, last })
+
+/** One 5 s report of replica r0 at T0: 50 requests that streamed 200 tokens each, and the given signals. */
+async function send(store: Store, signals: object): Promise<void> {
+  const r = makeReport({
+    seq: 1,
+    startMs: T0,
+    series: [
+      {
+        labels: { replica: 'r0' },
+        samples: { ttft: Array(50).fill(120_000), tpot: Array(50).fill(20_000), total: Array(50).fill(4e6) },
+        ok: 50,
+        outputTokens: 10_000,
+      },
+    ],
+  })
+  await store.ingest({ ...r, series: [{ ...r.series[0]!, signals }] }, T0 + 5000)
+}
+
+async function observe(store: Store) {
+  const reader = {
+    histograms: store.histograms.bind(store),
+    counts: store.counts.bind(store),
+    signals: signalsReader(store),
+  }
+  const target = {
+    selector: { service: 'chat' },
+    slos: [],
+    objective: { thresholdMs: 2000, phase: 'ttft' as const, target: 0.99 },
+  }
+  const opts = {
+    intervalMs: 10_000,
+    stepMs: 10_000,
+    settleMs: 2000,
+    ticks: 3,
+    replicas: { ready: 1, starting: 0 },
+  }
+  return buildObservation(reader, target, T0 + 12_500, opts)
+}
+
+for (const dialect of testDialects())
+  describe(`${dialect}: what the policy sees of servers behind the proxy alone`, () => {
+    const db = useTestStore(dialect)
+
+    it('an LLM server that reports nothing: the proxy counts stand in for its counters', async () => {
+      await send(db.store, {
+        gauges: { inFlight: stat(10, 22.5, 30, 25), queued: stat(0, 0, 0, 0) },
+        sources: ['proxy'],
+      })
+      const obs = await observe(db.store)
+      // Requests in flight (time-weighted) as running sequences, output tokens from the responses; the rest unknown.
+      expect(obs.inFlightMean).toBe(22.5)
+      expect(obs.llm).toEqual({
+        running: 22.5,
+        inputTokens: 0,
+        outputTokens: 10_000,
+        kvUsage: 0,
+        preemptions: 0,
+      })
+    })
+
+    it("a scraped server's own counters are kept as they are", async () => {
+      await send(db.store, {
+        gauges: {
+          inFlight: stat(10, 22.5, 30, 25),
+          running: stat(16, 16, 16, 16),
+          kvCacheUsage: stat(0.4, 0.5, 0.6, 0.5),
+        },
+        counters: { inputTokens: 64_000, outputTokens: 9_000, preemptions: 2 },
+        sources: ['proxy', 'scrape:vllm'],
+      })
+      const obs = await observe(db.store)
+      expect(obs.llm).toEqual({
+        running: 16,
+        inputTokens: 64_000,
+        outputTokens: 9_000,
+        kvUsage: 0.5,
+        preemptions: 2,
+      })
+    })
+
+    it('no output tokens, no LLM counters: a batch server is not taken for an LLM', async () => {
+      const r = makeReport({
+        seq: 1,
+        startMs: T0,
+        series: [{ labels: { replica: 'r0' }, samples: { total: Array(80).fill(30_000) }, ok: 80 }],
+      })
+      const signals = {
+        gauges: { inFlight: stat(0, 3.2, 8, 2), queued: stat(0, 0, 0, 0) },
+        sources: ['proxy'],
+      }
+      await db.store.ingest({ ...r, series: [{ ...r.series[0]!, signals }] }, T0 + 5000)
+      const obs = await observe(db.store)
+      expect(obs.llm).toBeUndefined()
+      expect(obs.inFlightMean).toBe(3.2)
+      expect(obs.latencyMs.service.count).toBe(0)
+      expect(obs.completed).toBe(80)
+    })
+  })
