@@ -50,6 +50,8 @@ export async function runAgent(
      * when the agent has no proxy of its own.
      */
     readonly setpoints?: SetpointsState
+    /** The proxy may start with no upstream: a controller's `process` actuator fills its set. */
+    readonly upstreamsFilledLater?: boolean
   } = {},
 ): Promise<RunningAgentWithProxy> {
   if (!cfg.otlp.token && !LOOPBACK.test(cfg.otlp.host))
@@ -126,7 +128,7 @@ export async function runAgent(
     cfg.proxy.port !== null
       ? createProxySource(proxyOptionsFromConfig(cfg), (level, msg) => logger[level](msg))
       : null
-  if (proxySource && cfg.proxy.upstreams.length === 0)
+  if (proxySource && cfg.proxy.upstreams.length === 0 && deps.upstreamsFilledLater !== true)
     throw new Error('the proxy needs at least one upstream: --upstream URL (agent.proxy.upstreams)')
   const mapper = createSpanMapper(cfg.mapping)
   let spans: Counter<'outcome'> | null = null

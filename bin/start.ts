@@ -208,9 +208,14 @@ export const registerStart: RegisterCommand = (program, io) => {
         },
         ...(flags.logFormat !== undefined ? { log: { format: flags.logFormat } } : {}),
       })
-      if (base.agent.proxy.port !== null && base.agent.proxy.upstreams.length === 0)
+      // A controller's `process` actuator fills the set with the replicas it starts (until then the proxy
+      // answers 503 "no active upstream").
+      const filled = base.controllers.some((t) =>
+        t.actuators.some((a) => a.type === 'process' && a.agentUrl !== undefined),
+      )
+      if (base.agent.proxy.port !== null && base.agent.proxy.upstreams.length === 0 && !filled)
         throw new CliError(
-          '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file)',
+          '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file, or a controller with a process actuator whose agentUrl is this agent)',
         )
       const dataDir = resolve(base.start.dataDir)
       mkdirSync(dataDir, { recursive: true })
@@ -297,6 +302,7 @@ export const registerStart: RegisterCommand = (program, io) => {
               signals: () => serving?.signals() ?? [],
               sources: [demoScrapes],
               ...(demoSetpoints ? { setpoints: demoSetpoints } : {}),
+              upstreamsFilledLater: filled,
             },
           ),
         )
@@ -330,7 +336,10 @@ export const registerStart: RegisterCommand = (program, io) => {
         )
       }
       const ownDemoTargets = demoTargets(cfg, serving, demoSetpoints, agent.address, tokens.admin, io)
-      const targets = [...cfg.controllers, ...ownDemoTargets]
+      const targets = [
+        ...localAgentTokens(cfg.controllers, agent.address, cfg.agent.adminToken ?? tokens.admin),
+        ...ownDemoTargets,
+      ]
       let controller: RunningController | null = null
       if (targets.length > 0) {
         try {
@@ -397,7 +406,7 @@ export const registerStart: RegisterCommand = (program, io) => {
       io.out(`  OTLP/HTTP:  http://${agent.address?.host}:${agent.address?.port}/v1/traces`)
       if (agent.proxyAddress)
         io.out(
-          `  proxy:      http://${agent.proxyAddress.host}:${agent.proxyAddress.port} -> ${cfg.agent.proxy.upstreams.join(', ')} (setpoints: http://${agent.address?.host}:${agent.address?.port}/v1/setpoints with the admin token)`,
+          `  proxy:      http://${agent.proxyAddress.host}:${agent.proxyAddress.port} -> ${cfg.agent.proxy.upstreams.join(', ') || "the process actuator's replicas"} (setpoints: http://${agent.address?.host}:${agent.address?.port}/v1/setpoints with the admin token)`,
         )
       if (keda)
         io.out(`  KEDA:       ${kedaPort!.host}:${keda.port} (external scaler; authToken = the read token)`)
@@ -555,6 +564,46 @@ function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; 
     })
   const attribution = path === shipped ? ` — ${AZURE_TRACE_ATTRIBUTION}` : ''
   return { arrivals, source: `${path} (${arrivals.length} requests)${attribution}` }
+}
+
+/** Loopback names of this machine, for telling whether a URL is the local agent's. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1', '0.0.0.0'])
+
+/** Whether `url` is the local agent's (same port, on a loopback name or the agent's own host). */
+function isLocalAgent(url: string, agent: { host: string; port: number }): boolean {
+  try {
+    const u = new URL(url)
+    const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80))
+    return port === agent.port && (u.hostname === agent.host || LOOPBACK_HOSTS.has(u.hostname))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The config's targets with the local agent's admin token given to the actuators that talk to it and name no
+ * token (an `agent` actuator's setpoints, a `process` actuator's upstream set): `start` made that token, so the
+ * file cannot hold it. Never to another address. The environment's `TAILGUARD_AGENT_ADMIN_TOKEN` still wins.
+ */
+function localAgentTokens(
+  targets: readonly ControllerTargetConfig[],
+  agent: { host: string; port: number } | null,
+  token: string,
+): ControllerTargetConfig[] {
+  if (!agent || process.env['TAILGUARD_AGENT_ADMIN_TOKEN']) return [...targets]
+  return targets.map((t) => ({
+    ...t,
+    actuators: t.actuators.map((a) =>
+      a.type === 'agent' && a.token === undefined && isLocalAgent(a.url, agent)
+        ? { ...a, token }
+        : a.type === 'process' &&
+            a.agentToken === undefined &&
+            a.agentUrl !== undefined &&
+            isLocalAgent(a.agentUrl, agent)
+          ? { ...a, agentToken: token }
+          : a,
+    ),
+  }))
 }
 
 /**

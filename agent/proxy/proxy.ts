@@ -495,7 +495,6 @@ class ProxyImpl implements Proxy {
   ) {
     this.now = deps.clock ?? (() => performance.now())
     this.#sink = deps.sink
-    if (opts.upstreams.length === 0) throw new Error('the proxy needs at least one upstream (--upstream URL)')
     this.admission = createAdmission({ classes: opts.classes, gradient2: opts.gradient2, clock: this.now })
     this.setpoints = createSetpointsState({
       admission: this.admission,

@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, eventually, spawnStart } from '../helpers/cli.js'
+import { api, CLI, eventually, spawnStart } from '../helpers/cli.js'
 import type { CliProcess } from '../helpers/cli.js'
 import { startServer } from '../helpers/contract-servers.js'
+import { freePort, freePorts } from '../helpers/ports.js'
 
 const procs: CliProcess[] = []
 const dirs: string[] = []
@@ -77,5 +78,72 @@ controllers:
     } finally {
       await hook.close()
     }
+  }, 120_000)
+
+  it("runs a process actuator's replicas behind its own proxy with no --upstream and no token in the file", async () => {
+    // As docs/controller.md shows it: the actuator fills the proxy's upstream set, and `start` gives it (and the
+    // agent actuator) the local agent's admin token, which it made. Before 2026-11-28 `start` refused a proxy with
+    // no --upstream, and with one the actuator's upstream push got 401 unseen: no replica ever took traffic.
+    const dir = mkdtempSync(join(tmpdir(), 'tg-start-proc-'))
+    dirs.push(dir)
+    const otlp = await freePort()
+    const proxyPort = await freePort()
+    const base = await freePorts(2)
+    const config = join(dir, 'tailguard.yaml')
+    writeFileSync(
+      config,
+      `version: 1
+agent:
+  intervalMs: 500
+  proxy:
+    labels: { service: mlp, model: tailguard-mlp, version: "1", replica: "" }
+controller:
+  intervalMs: 1000
+controllers:
+  - name: local
+    service: mlp
+    slos: []
+    objective: { thresholdMs: 1000 }
+    mode: enforce
+    knobs: [replicas, admission]
+    bounds: { minReplicas: 1, maxReplicas: 2 }
+    initial: { replicas: 1, windowMs: 5, maxBatch: 16, admission: [{ maxQueue: 256, maxConcurrency: 64 }] }
+    actuators:
+      - type: agent
+        url: http://127.0.0.1:${otlp}
+      - type: process
+        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(CLI)}, serve-model, --port, '{port}', --hidden, '256']
+        basePort: ${base}
+        agentUrl: http://localhost:${otlp}
+        readyTimeoutMs: 60000
+`,
+    )
+    const start = spawnStart(dir, config, [
+      '--no-demo',
+      '--otlp-port',
+      String(otlp),
+      '--proxy-port',
+      String(proxyPort),
+    ])
+    procs.push(start)
+    await start.waitFor(/proxy:\s+http:\S+ -> the process actuator's replicas/, 30_000)
+    const answer = await eventually(async () => {
+      const r = await fetch(`http://127.0.0.1:${proxyPort}/health`).catch(() => null)
+      return r && r.status === 200 ? r.json() : null
+    }, 60_000)
+    expect(answer).toEqual({ ready: true })
+    // The replica answers inference through the proxy.
+    const infer = await fetch(`http://127.0.0.1:${proxyPort}/v2/models/tailguard-mlp/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        inputs: [{ name: 'INPUT0', shape: [1, 256], datatype: 'FP32', data: Array(256).fill(0.5) }],
+      }),
+    })
+    expect(infer.status).toBe(200)
+    expect(start.output()).not.toMatch(/did not take it|401/)
+    await start.kill('SIGTERM')
+    // No replica is left behind.
+    expect(await fetch(`http://127.0.0.1:${base}/health`).catch(() => null)).toBeNull()
   }, 120_000)
 })

@@ -142,7 +142,8 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
           if (batching && o.batching) await putBatching([r.url], batching, o.batchingToken)
           r.state = 'ready'
           event(`replica ${r.url} ready`)
-          await pushUpstreams()
+          const failed = await pushUpstreams()
+          if (failed !== null) event(`replica ${r.url} ready, but the agent did not take it: ${failed}`)
           return
         }
         await sleep(poll)

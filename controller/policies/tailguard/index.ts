@@ -179,12 +179,14 @@ function step(
     if (!realStop) return hold(state, check.reason, now)
   }
   // The replica kind is decided by the first observation that carries latency data, never by an empty one
-  // (the first interval of a live target often has none yet).
+  // (the first interval of a live target often has none yet). LLM: tokens (the server's counters, or output
+  // tokens the proxy counted) or TPOT. A TTFT alone is not enough: the proxy times the first body chunk of
+  // every response, so a non-streaming batch server behind it has one too.
   const lat = obs.latencyMs
   const detected =
-    obs.llm !== undefined || lat.ttft.count > 0
+    obs.llm !== undefined || lat.tpot.count > 0
       ? true
-      : lat.e2e.count > 0 || lat.service.count > 0
+      : lat.e2e.count > 0 || lat.service.count > 0 || lat.ttft.count > 0
         ? false
         : null
   const kind = o.model !== undefined ? o.model === 'llm' : (state.llm ?? detected)

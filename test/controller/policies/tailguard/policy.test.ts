@@ -288,6 +288,19 @@ describe('tailguard: a batch fleet seen through the proxy alone (no service phas
     expect(log.flatMap((l) => l.actions).filter((a) => a.kind === 'batching')).toEqual([])
   })
 
+  it('is not taken for an LLM fleet for the TTFT the proxy times on every response', () => {
+    // Found live: the proxy records the first body chunk of a KServe answer as TTFT; taken as an LLM fleet
+    // without TPOT or tokens, the policy learned nothing and held while the load tripled.
+    const withTtft = steps(12).map(([t, o]): [number, FleetObservation] => [
+      t,
+      { ...o, latencyMs: { ...o.latencyMs, ttft: o.latencyMs.e2e } },
+    ])
+    const { state } = drive({ sloMs: 100, coldStartMs: 90_000 }, 2, withTtft)
+    expect(state.llm).toBe(false)
+    expect(state.learned.basis).toBe('responses')
+    expect(state.learned.samples).toBe(12)
+  })
+
   it('holds as before when nothing tells the time at the replicas (no in-flight gauge)', () => {
     const blind = steps(12).map(([t, o]): [number, FleetObservation] => [
       t,
