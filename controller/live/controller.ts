@@ -744,13 +744,16 @@ export function createLiveController(o: LiveControllerOptions) {
         return value
       },
     }
-    const obs = await buildObservation(cached, s.observed, nowMs, {
-      intervalMs: interval,
-      stepMs,
-      settleMs,
-      ticks: s.ticks,
-      replicas: { ready, starting },
-    })
+    const obs = foldClasses(
+      await buildObservation(cached, s.observed, nowMs, {
+        intervalMs: interval,
+        stepMs,
+        settleMs,
+        ticks: s.ticks,
+        replicas: { ready, starting },
+      }),
+      s.rails.classes,
+    )
     let policyActions: readonly Action[]
     try {
       const out = s.t.policy.step(s.policyState, obs, nowMs)
@@ -934,3 +937,19 @@ export function createLiveController(o: LiveControllerOptions) {
 
 /** A running live controller (see {@link createLiveController}). */
 export type LiveController = ReturnType<typeof createLiveController>
+
+/**
+ * The observation with the queues of classes past the configured ones counted under the last configured class,
+ * as the proxy admits them once the controller's setpoints list only those (an unlisted class goes under the
+ * nearest listed one of lower priority, else the last). A proxy with its default three classes reports class 1
+ * and 2 queues until then; the policy would size caps for classes no setpoint can carry.
+ *
+ * @example foldClasses(obs, 1).queueDepthByClass // [3] for [1, 2, 0]
+ */
+export function foldClasses(obs: FleetObservation, classes: number): FleetObservation {
+  const q = obs.queueDepthByClass
+  if (classes < 1 || q.length <= classes) return obs
+  const folded = q.slice(0, classes)
+  folded[classes - 1] = q.slice(classes - 1).reduce((a, b) => a + b, 0)
+  return { ...obs, queueDepthByClass: folded }
+}

@@ -129,10 +129,12 @@ export function chooseAdmission(i: AdmissionInput): AdmissionChoice {
     `predicted wait ${Number.isFinite(predictedWaitMs) ? predictedWaitMs.toFixed(0) : '∞'} ms (queue ${i.queueDepth}${load}) ${over ? '>' : '≤'} budget ${i.queueBudgetMs.toFixed(0)} ms → ` +
     (relaxed
       ? `relaxed (caps ${3 * n})`
-      : `class 0 cap ${n}, lower classes ${caps
-          .slice(1)
-          .map((c) => c.maxConcurrency)
-          .join('/')} (share ${(lowerShare * 100).toFixed(0)}%)`) +
+      : caps.length > 1
+        ? `class 0 cap ${n}, lower classes ${caps
+            .slice(1)
+            .map((c) => c.maxConcurrency)
+            .join('/')} (share ${(lowerShare * 100).toFixed(0)}%)`
+        : `class 0 cap ${n}`) +
     (holds
       ? `, held: ${offered.toFixed(1)} req/s offered would queue ${offeredWaitMs.toFixed(0)} ms within ${horizonS.toFixed(0)} s`
       : '') +

@@ -223,6 +223,10 @@ describe('admission', () => {
     expect(c.caps.map((x) => x.maxConcurrency)).toEqual([246, 246, 246])
     expect(c.caps[0]!.queueTimeoutMs).toBe(90)
   })
+  it('names no lower classes where there is one class', () => {
+    const c = chooseAdmission({ ...base, classes: 1, queueDepthByClass: [500], queueDepth: 500 })
+    expect(c.reason).toMatch(/→ class 0 cap 82; drop after/)
+  })
   it('halves the lower classes while the predicted wait exceeds the budget, lowest first, never to zero', () => {
     let share = 1
     const seen: number[][] = []
