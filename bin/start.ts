@@ -215,7 +215,7 @@ export const registerStart: RegisterCommand = (program, io) => {
       )
       if (base.agent.proxy.port !== null && base.agent.proxy.upstreams.length === 0 && !filled)
         throw new CliError(
-          '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file, or a controller with a process actuator whose agentUrl is this agent)',
+          '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file, or a controller whose process actuator fills it: agentUrl)',
         )
       const dataDir = resolve(base.start.dataDir)
       mkdirSync(dataDir, { recursive: true })
