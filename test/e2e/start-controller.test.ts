@@ -141,9 +141,13 @@ controllers:
       }),
     })
     expect(infer.status).toBe(200)
-    expect(start.output()).not.toMatch(/did not take it|401/)
+    expect(start.output()).not.toMatch(/did not take it|HTTP 401/)
     await start.kill('SIGTERM')
     // No replica is left behind.
-    expect(await fetch(`http://127.0.0.1:${base}/health`).catch(() => null)).toBeNull()
+    const gone = await eventually(
+      async () => ((await fetch(`http://127.0.0.1:${base}/health`).catch(() => null)) === null ? true : null),
+      10_000,
+    )
+    expect(gone).toBe(true)
   }, 120_000)
 })

@@ -180,11 +180,11 @@ function step(
   }
   // The replica kind is decided by the first observation that carries latency data, never by an empty one
   // (the first interval of a live target often has none yet). LLM: tokens (the server's counters, or output
-  // tokens the proxy counted) or TPOT. A TTFT alone is not enough: the proxy times the first body chunk of
-  // every response, so a non-streaming batch server behind it has one too.
+  // tokens the proxy counted), TPOT, or a TTFT from spans. Where a proxy reports (its in-flight gauge), a TTFT
+  // alone is not enough: it times the first body chunk of every response, a non-streaming batch server's too.
   const lat = obs.latencyMs
   const detected =
-    obs.llm !== undefined || lat.tpot.count > 0
+    obs.llm !== undefined || lat.tpot.count > 0 || (lat.ttft.count > 0 && obs.inFlightMean === undefined)
       ? true
       : lat.e2e.count > 0 || lat.service.count > 0 || lat.ttft.count > 0
         ? false

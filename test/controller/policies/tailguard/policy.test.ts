@@ -299,6 +299,9 @@ describe('tailguard: a batch fleet seen through the proxy alone (no service phas
     expect(state.llm).toBe(false)
     expect(state.learned.basis).toBe('responses')
     expect(state.learned.samples).toBe(12)
+    // Without a proxy's gauges, a TTFT comes from an LLM server's spans: that is still an LLM fleet.
+    const spans = withTtft.map(([t, o]): [number, FleetObservation] => [t, { ...o, inFlightMean: undefined }])
+    expect(drive({ sloMs: 100, coldStartMs: 90_000 }, 2, spans).state.llm).toBe(true)
   })
 
   it('holds as before when nothing tells the time at the replicas (no in-flight gauge)', () => {
