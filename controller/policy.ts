@@ -70,6 +70,11 @@ export interface FleetObservation {
    * no service phase. Optional.
    */
   readonly inFlightMean?: number
+  /**
+   * Replicas with at least one request in flight, time-weighted mean over the interval (the proxy counts its
+   * upstreams that are). With {@link inFlightMean}, the batch a busy replica shares. Optional.
+   */
+  readonly busyReplicasMean?: number
   /** Average in-system concurrency (queued + in service) over short windows, keyed by window seconds. */
   readonly concurrency: Readonly<Record<number, number>>
   /** Mean and max batch size dispatched in the interval (0 when none). */

@@ -506,6 +506,7 @@ class ProxyImpl implements Proxy {
       headersTimeoutMs: opts.upstreamTimeoutMs,
       bodyTimeoutMs: opts.upstreamIdleTimeoutMs,
       drainGraceMs: opts.drainGraceMs,
+      clock: this.now,
     })
     this.#labelsByRoute = opts.routes.map((r) => ({
       prefix: r.pathPrefix,
@@ -691,7 +692,7 @@ class ProxyImpl implements Proxy {
       ex.finish('error', 'no_upstream')
       return
     }
-    u.inFlight++
+    this.upstreams.take(u)
     ex.upstream = u
     const req = ex.req
     const raw = req.rawHeaders
@@ -752,7 +753,11 @@ class ProxyImpl implements Proxy {
     const s = this.admission.takeSignals()
     return {
       labels: this.#signalLabels,
-      signals: { gauges: { inFlight: s.inFlight, queued: s.queued }, byClass: s.byClass, sources: ['proxy'] },
+      signals: {
+        gauges: { inFlight: s.inFlight, queued: s.queued, busy: this.upstreams.takeBusy() },
+        byClass: s.byClass,
+        sources: ['proxy'],
+      },
     }
   }
 

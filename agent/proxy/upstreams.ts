@@ -1,3 +1,5 @@
+import { GaugeFold } from './gauge.js'
+import type { GaugeStat } from './gauge.js'
 import { H1Pool } from './h1-client.js'
 
 /** How an upstream takes requests: `active` gets new ones, `draining` only finishes what it has. */
@@ -21,6 +23,8 @@ export interface UpstreamPoolOptions {
   readonly bodyTimeoutMs: number
   /** How long a removed or draining upstream may finish its requests before its connections are closed. */
   readonly drainGraceMs: number
+  /** Monotonic milliseconds, for the busy gauge (default `performance.now`). */
+  readonly clock?: () => number
 }
 
 /** One model server behind the proxy, with its pooled keep-alive connections. */
@@ -41,15 +45,22 @@ export interface Upstream {
  * @example
  * ```ts
  * const set = createUpstreamSet(['http://127.0.0.1:8000'], poolOptions)
- * const u = set.pick(); u.inFlight++ … set.release(u)
+ * const u = set.pick(); set.take(u) … set.release(u)
  * set.replace([{ url: 'http://127.0.0.1:8001' }]) // 8000 drains, 8001 takes new requests
  * ```
  */
 export interface UpstreamSet {
   /** The active upstream with the fewest requests in flight (round robin among equals); undefined if none. */
   pick(): Upstream | undefined
+  /** Call when a request picked from `u` is sent to it. */
+  take(u: Upstream): void
   /** Call when a request picked from `u` is over. */
   release(u: Upstream): void
+  /**
+   * How many upstreams had at least one request in flight, over the time since the last call (min, time-weighted
+   * mean, max, last): with the requests in flight, the batch a busy replica shares (Little's law in the policy).
+   */
+  takeBusy(): GaugeStat
   replace(specs: ReadonlyArray<{ readonly url: string; readonly state?: UpstreamState }>): void
   view(): UpstreamView[]
   close(): Promise<void>
@@ -77,9 +88,13 @@ class UpstreamSetImpl implements UpstreamSet {
   #rr = 0
   readonly #opts: UpstreamPoolOptions
   readonly #timers = new Map<Upstream, NodeJS.Timeout>()
+  readonly #clock: () => number
+  readonly #busy: GaugeFold
 
   constructor(urls: readonly string[], opts: UpstreamPoolOptions) {
     this.#opts = opts
+    this.#clock = opts.clock ?? (() => performance.now())
+    this.#busy = new GaugeFold(this.#clock())
     this.replace(urls.map((url) => ({ url })))
   }
 
@@ -109,8 +124,12 @@ class UpstreamSetImpl implements UpstreamSet {
     return best
   }
 
+  take(u: Upstream): void {
+    if (u.inFlight++ === 0) this.#busy.add(1, this.#clock())
+  }
+
   release(u: Upstream): void {
-    u.inFlight--
+    if (--u.inFlight === 0) this.#busy.add(-1, this.#clock())
     if (u.state === 'draining' && u.inFlight <= 0) this.#drop(u)
   }
 
@@ -161,6 +180,10 @@ class UpstreamSetImpl implements UpstreamSet {
 
   #refresh(): void {
     this.#active = this.#list.filter((u) => u.state === 'active')
+  }
+
+  takeBusy(): GaugeStat {
+    return this.#busy.take(this.#clock())
   }
 
   view(): UpstreamView[] {

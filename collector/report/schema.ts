@@ -190,7 +190,8 @@ export type GpuReportItem = Static<typeof GpuReportItemSchema>
 /**
  * Live saturation gauges an agent samples per series over an interval (proxy, scrape adapters, SDK, OTLP
  * attributes): requests in flight and queued, running and waiting sequences (LLM servers), KV-cache use
- * (fraction 0..1) and dispatched batch size. Each is folded as min/mean/max/last over the interval.
+ * (fraction 0..1), dispatched batch size, and `busy`, the proxy's upstreams with at least one request in
+ * flight. Each is folded as min/mean/max/last over the interval.
  */
 export const SIGNAL_GAUGES = [
   'inFlight',
@@ -199,6 +200,7 @@ export const SIGNAL_GAUGES = [
   'waiting',
   'kvCacheUsage',
   'batchSize',
+  'busy',
 ] as const
 export type SignalGauge = (typeof SIGNAL_GAUGES)[number]
 

@@ -28,6 +28,8 @@ export interface SignalSummary {
   readonly queued: { readonly last: number; readonly mean: number }
   readonly queuedByClass: readonly number[]
   readonly batchSize: { readonly mean: number; readonly max: number }
+  /** Upstreams with at least one request in flight (mean over the range, summed over proxies), when a proxy reports. */
+  readonly busyMean?: number
   /**
    * An LLM server's own signals over the range, when one reports them (a scraped vLLM, TGI, SGLang or the
    * reference server): running sequences (mean, summed over replicas), tokens in and out, mean KV-cache use
@@ -172,6 +174,7 @@ export async function buildObservation(
     queueDepthByClass: (fresh ?? signals)?.queuedByClass ?? [],
     inFlight: (fresh ?? signals)?.inFlight.last ?? 0,
     ...(signals ? { inFlightMean: signals.inFlight.mean } : {}),
+    ...(signals?.busyMean !== undefined ? { busyReplicasMean: signals.busyMean } : {}),
     concurrency,
     batchSize: signals?.batchSize ?? { mean: 0, max: 0 },
     // An LLM server that reports no counters of its own, behind the proxy: what the proxy counted stands in.

@@ -120,7 +120,7 @@ export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<Observ
       const key = `${s.labels.node}\u0000${s.labels.replica}`
       const into = perReplica.get(key) ?? {}
       perReplica.set(key, into)
-      for (const name of ['inFlight', 'running', 'waiting', 'queued', 'kvCacheUsage'] as const) {
+      for (const name of ['inFlight', 'running', 'waiting', 'queued', 'kvCacheUsage', 'busy'] as const) {
         const g = p.gauges[name]
         if (!g) continue
         const had = into[name]
@@ -142,7 +142,9 @@ export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<Observ
     let running = 0
     let kvSum = 0
     let kvN = 0
+    let busyMean: number | null = null
     for (const g of perReplica.values()) {
+      if (g.busy) busyMean = (busyMean ?? 0) + g.busy.mean
       if (g.running) {
         running += g.running.mean
         llmSeen = true
@@ -182,6 +184,7 @@ export function signalsReader(store: Pick<Store, 'signals'>): NonNullable<Observ
       queued,
       queuedByClass: Array.from(byClass, (v) => v ?? 0),
       batchSize: { mean: batchN > 0 ? batchSum / batchN : 0, max: batchMax },
+      ...(busyMean !== null ? { busyMean } : {}),
       ...(llmSeen ? { llm: { running, ...tokens, kvUsage: kvN > 0 ? kvSum / kvN : 0 } } : {}),
     }
   }

@@ -816,7 +816,7 @@ const NO_DATA: PhasePercentilesMs = { p50: null, p99: null, count: 0 }
 
 /**
  * What a proxy in front of replicas that report nothing sees of an observation: no service phase, batch sizes or
- * busy share; of an LLM server's counters, only the output tokens (from the responses' usage) and the requests
+ * GPU busy share (it counts the replicas with a request in flight instead); of an LLM server's counters, only the output tokens (from the responses' usage) and the requests
  * in flight as running sequences, no prompt tokens, KV use or preemptions.
  */
 function proxyView(obs: FleetObservation): FleetObservation {
@@ -826,6 +826,8 @@ function proxyView(obs: FleetObservation): FleetObservation {
     latencyMs: { ...obs.latencyMs, service: NO_DATA },
     batchSize: { mean: 0, max: 0 },
     gpuUtilization: 0,
+    // The proxy's busy upstreams: replicas with a request in flight (in service, here) over the interval.
+    busyReplicasMean: obs.gpuUtilization * obs.replicas.ready,
     ...(llm ? { llm: proxyLlmSignals(obs.inFlightMean ?? obs.inFlight, llm.outputTokens) } : {}),
   }
 }

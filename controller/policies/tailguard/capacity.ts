@@ -120,9 +120,10 @@ export interface LearningContext {
 /**
  * Batch replicas that report no service phase, behind the proxy alone: one fit point from what the proxy sees,
  * by Little's law. The mean time a request spent at the replicas (queued inside the server and served) is the
- * mean in flight there over the completion rate; the batch it shared is the mean in flight per busy replica,
- * at least 1 (per replica when no busy share is known: idle time then lowers the mean, and at light load a
- * request is still served in a batch of one). A server's own queue lengthens the times the larger its load, so
+ * mean in flight there over the completion rate; the batch it shared is the mean in flight per busy replica
+ * (the proxy counts its upstreams with a request in flight; else the GPU busy share), at least 1 (per replica
+ * when no busy share is known: idle time then lowers the mean, and at light load a request is still served in
+ * a batch of one). A server's own queue lengthens the times the larger its load, so
  * the fitted S(B) is steeper than the batch time alone: the fleet it sizes is larger, not smaller. The tail is
  * the e2e p99 over its p50. Unchanged when the interval has no such data.
  */
@@ -131,8 +132,15 @@ function learnFromResponses(l: LearnedCapacity, obs: FleetObservation): LearnedC
   const e2e = obs.latencyMs.e2e
   if (inFlight === undefined || !(inFlight > 0) || !(obs.completed > 0)) return l
   if (e2e.p50 === null || !(e2e.p50 > 0)) return l
-  const busy = obs.gpuUtilization > 0 ? clamp(obs.gpuUtilization, 0.05, 1) : 1
-  const x = Math.max(1, inFlight / Math.max(1, obs.replicas.ready) / busy)
+  const ready = Math.max(1, obs.replicas.ready)
+  // Busy replicas: as the proxy counts them, else the GPU busy share, else all of them.
+  const busy =
+    obs.busyReplicasMean !== undefined && obs.busyReplicasMean > 0
+      ? clamp(obs.busyReplicasMean / ready, 0.05, 1)
+      : obs.gpuUtilization > 0
+        ? clamp(obs.gpuUtilization, 0.05, 1)
+        : 1
+  const x = Math.max(1, inFlight / ready / busy)
   const y = (inFlight / (obs.completed / (obs.intervalMs / 1000))) * 1000
   const tail = e2e.p99 !== null ? clamp(e2e.p99 / e2e.p50, 1, 8) : l.tail
   return {

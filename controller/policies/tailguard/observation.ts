@@ -77,6 +77,7 @@ function firstBadNumber(obs: FleetObservation): string | undefined {
     ['batchSize.max', obs.batchSize.max],
     ['serviceMeanMs', obs.serviceMeanMs],
     ['inFlightMean', obs.inFlightMean],
+    ['busyReplicasMean', obs.busyReplicasMean],
     ['llm.running', obs.llm?.running],
     ['llm.inputTokens', obs.llm?.inputTokens],
     ['llm.outputTokens', obs.llm?.outputTokens],

@@ -94,13 +94,15 @@ for (const dialect of testDialects())
         series: [{ labels: { replica: 'r0' }, samples: { total: Array(80).fill(30_000) }, ok: 80 }],
       })
       const signals = {
-        gauges: { inFlight: stat(0, 3.2, 8, 2), queued: stat(0, 0, 0, 0) },
+        gauges: { inFlight: stat(0, 3.2, 8, 2), queued: stat(0, 0, 0, 0), busy: stat(0, 0.8, 1, 1) },
         sources: ['proxy'],
       }
       await db.store.ingest({ ...r, series: [{ ...r.series[0]!, signals }] }, T0 + 5000)
       const obs = await observe(db.store)
       expect(obs.llm).toBeUndefined()
       expect(obs.inFlightMean).toBe(3.2)
+      // The replica was busy 80% of the time: 4 in flight while busy.
+      expect(obs.busyReplicasMean).toBe(0.8)
       expect(obs.latencyMs.service.count).toBe(0)
       expect(obs.completed).toBe(80)
     })

@@ -161,9 +161,9 @@ describe('tailguard with priority classes 0.2/0.8 and a 3× overload step (batch
 // batch sizes, busy share or LLM server counters (`tailguard sim --observe proxy`). Before 2026-11-28 it never
 // learned a batch fleet's capacity this way (it held the replicas in force), and on the Azure trace it met 66.6%.
 describe('tailguard through the proxy alone (seed 1)', () => {
-  it('batch, diurnal 1,000 req/s ± 60%: meets the objective every minute at ≤ 0.75× the GPU-hours of static', () => {
-    // As `tailguard sim --pattern diurnal --rps 1000 --duration 1800 --observe proxy`: 0.92 of 1.50 GPU-hours
-    // (0.61×) on 2026-11-28; with full visibility 0.80.
+  it('batch, diurnal 1,000 req/s ± 60%: meets the objective every minute at ≤ 0.7× the GPU-hours of static', () => {
+    // As `tailguard sim --pattern diurnal --rps 1000 --duration 1800 --observe proxy`: 0.87 of 1.50 GPU-hours
+    // (0.58×) on 2026-11-28 (0.92 without the proxy's count of busy upstreams); with full visibility 0.80.
     const cfg: SimConfig = {
       ...batchModel([1], 3),
       arrivals: {
@@ -182,7 +182,7 @@ describe('tailguard through the proxy alone (seed 1)', () => {
     const tg = runSimulation(cfg, createTailguardPolicy(cfg))
     expect(tg.attainment.overall).toBeGreaterThanOrEqual(0.99)
     expect(tg.sloViolationMinutes).toBe(0)
-    expect(tg.gpuHours).toBeLessThanOrEqual(0.75 * fixed.gpuHours)
+    expect(tg.gpuHours).toBeLessThanOrEqual(0.7 * fixed.gpuHours)
     const scales = tg.decisions.filter((d) => / (up|down):/.test(d.reason))
     expect(scales.length).toBeGreaterThan(0)
     for (const d of scales) expect(d.reason).toMatch(/req\/s\/replica \(from response times\)/)

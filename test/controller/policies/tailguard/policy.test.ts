@@ -276,6 +276,18 @@ describe('tailguard: a batch fleet seen through the proxy alone (no service phas
     for (const [x, y] of fit) expect(y).toBeCloseTo(5 + 0.6 * x!, 6)
   })
 
+  it('takes the batch per busy replica where the proxy counts the busy ones', () => {
+    // Two replicas busy half the time with 6 in flight each then: 6 in flight on average over both, batch 6.
+    const o = proxyObs(6, 2)
+    const half: FleetObservation = { ...o, inFlightMean: 6, completed: o.completed / 2, busyReplicasMean: 1 }
+    const seen = drive(OPTS, 2, [[1000, half]]).state.learned
+    expect(seen.xs).toEqual([6])
+    expect(seen.ys[0]).toBeCloseTo(5 + 0.6 * 6, 6)
+    // Without the count, idle time halves the batch it takes.
+    const blind = drive(OPTS, 2, [[1000, { ...half, busyReplicasMean: undefined }]]).state.learned
+    expect(blind.xs).toEqual([3])
+  })
+
   it('sizes the fleet from them and says so; sends no batching setpoints, which such a server does not take', () => {
     const all = steps(12)
     for (let t = 13; t <= 30; t++) all.push([t * 1000, proxyObs(14, 2)])
