@@ -118,6 +118,24 @@ export interface LearningContext {
 }
 
 /**
+ * Requests in flight per busy replica over the interval, at least 1: the batch a request shares at a server that
+ * reports none. Busy replicas as the proxy counts them (its upstreams with a request in flight), else the GPU busy
+ * share, else all ready replicas.
+ *
+ * @example perBusyReplica(obs) // 6 for 6 in flight on average over 2 replicas busy half the time
+ */
+export function perBusyReplica(obs: FleetObservation): number {
+  const ready = Math.max(1, obs.replicas.ready)
+  const busy =
+    obs.busyReplicasMean !== undefined && obs.busyReplicasMean > 0
+      ? clamp(obs.busyReplicasMean / ready, 0.05, 1)
+      : obs.gpuUtilization > 0
+        ? clamp(obs.gpuUtilization, 0.05, 1)
+        : 1
+  return Math.max(1, (obs.inFlightMean ?? obs.inFlight) / ready / busy)
+}
+
+/**
  * Batch replicas that report no service phase, behind the proxy alone: one fit point from what the proxy sees,
  * by Little's law. The mean time a request spent at the replicas (queued inside the server and served) is the
  * mean in flight there over the completion rate; the batch it shared is the mean in flight per busy replica
@@ -132,15 +150,7 @@ function learnFromResponses(l: LearnedCapacity, obs: FleetObservation): LearnedC
   const e2e = obs.latencyMs.e2e
   if (inFlight === undefined || !(inFlight > 0) || !(obs.completed > 0)) return l
   if (e2e.p50 === null || !(e2e.p50 > 0)) return l
-  const ready = Math.max(1, obs.replicas.ready)
-  // Busy replicas: as the proxy counts them, else the GPU busy share, else all of them.
-  const busy =
-    obs.busyReplicasMean !== undefined && obs.busyReplicasMean > 0
-      ? clamp(obs.busyReplicasMean / ready, 0.05, 1)
-      : obs.gpuUtilization > 0
-        ? clamp(obs.gpuUtilization, 0.05, 1)
-        : 1
-  const x = Math.max(1, inFlight / ready / busy)
+  const x = perBusyReplica(obs)
   const y = (inFlight / (obs.completed / (obs.intervalMs / 1000))) * 1000
   const tail = e2e.p99 !== null ? clamp(e2e.p99 / e2e.p50, 1, 8) : l.tail
   return {

@@ -14,6 +14,7 @@ import {
   learnCapacity,
   llmStepModel,
   NOTHING_LEARNED,
+  perBusyReplica,
   predictBatch,
   predictLlm,
 } from './capacity.js'
@@ -402,11 +403,12 @@ function step(
       ceilingWhy = `; measured under backlog ${ceiling.toFixed(1)} req/s/replica, model ×${f.toFixed(2)}`
     }
     const slots = llm ? readyReplicas * llmSlots(learned, next.maxBatch) : readyReplicas * next.maxBatch
-    // Batch replicas: a full batch's time; from response times, what a request takes at the concurrency in force.
-    const atServer = Math.max(1, (obs.inFlightMean ?? obs.inFlight) / readyReplicas)
+    // Batch replicas: a full batch's time; from response times, what a request takes at the batch it shares now
+    // (the same measure the fit's points were taken at).
     const serviceMs = llm
       ? firstTokenEstimate(learned)
-      : (fit.model.fixedMs + fit.model.perItemMs * (batches ? next.maxBatch : atServer)) * learned.tail
+      : (fit.model.fixedMs + fit.model.perItemMs * (batches ? next.maxBatch : perBusyReplica(obs))) *
+        learned.tail
     const queueBudgetMs =
       llm && o.metric === 'ttft' ? Math.max(1, o.sloMs - serviceMs) : o.sloMs * o.queueShare
     const deadlineMs = Math.max(1, o.sloMs - (llm ? 0.5 * serviceMs : serviceMs))
