@@ -17,7 +17,7 @@ export type { DeadLetter, DeadLetterBox, DeadLetterFile } from './ship/dead-lett
 export type { Shipper, ShipperOptions, ShipperStats, SendResult } from './ship/shipper.js'
 export { openSpool } from './ship/spool.js'
 export type { Spool, SpooledReport } from './ship/spool.js'
-export { runAgent, otlpGrpcPortOf } from './run.js'
+export { runAgent, otlpGrpcPortOf, isLoopbackHost } from './run.js'
 export { DEMO_SLOS_YAML } from './demo/slos.js'
 export { startDemoReplay, createSdkEmitter } from './demo/replay.js'
 export { startServingDemo, DEMO_PROXY_CLASSES } from './demo/serving.js'

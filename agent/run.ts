@@ -22,7 +22,17 @@ export type RunningAgentWithProxy = RunningAgent & {
   readonly proxyAddress: { host: string; port: number } | null
 }
 
-const LOOPBACK = /^(127\.|::1$|localhost$)/
+const LOOPBACK = /^(127\.|::1$|\[::1\]$|localhost$)/
+
+/**
+ * Whether a host name or address is this machine's loopback (`127.x`, `::1` bare or as a URL writes it,
+ * `localhost`).
+ *
+ * @example isLoopbackHost(new URL('http://[::1]:4318').hostname) // true
+ */
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.test(host)
+}
 
 /**
  * The OTLP/gRPC port an agent config asks for: `otlpGrpcPort` when set (null: no gRPC receiver), else 4317,
@@ -54,7 +64,7 @@ export async function runAgent(
     readonly upstreamsFilledLater?: boolean
   } = {},
 ): Promise<RunningAgentWithProxy> {
-  if (!cfg.otlp.token && !LOOPBACK.test(cfg.otlp.host))
+  if (!cfg.otlp.token && !isLoopbackHost(cfg.otlp.host))
     logger.warn(
       `OTLP receiver on ${cfg.otlp.host} accepts spans without a token: set TAILGUARD_OTLP_TOKEN (agent.otlp.token)`,
     )

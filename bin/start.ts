@@ -29,6 +29,7 @@ import {
   createSourceSet,
   demoControllerTarget,
   grpcPortFlag,
+  isLoopbackHost,
   otlpGrpcPortOf,
   proxyFlags,
   runAgent,
@@ -566,15 +567,13 @@ function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; 
   return { arrivals, source: `${path} (${arrivals.length} requests)${attribution}` }
 }
 
-/** Loopback names of this machine, for telling whether a URL is the local agent's. */
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1', '0.0.0.0'])
-
-/** Whether `url` is the local agent's (same port, on a loopback name or the agent's own host). */
+/** Whether `url` is the local agent's (same port, on a loopback name, `0.0.0.0` or the agent's own host). */
 function isLocalAgent(url: string, agent: { host: string; port: number }): boolean {
   try {
     const u = new URL(url)
     const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80))
-    return port === agent.port && (u.hostname === agent.host || LOOPBACK_HOSTS.has(u.hostname))
+    const host = u.hostname
+    return port === agent.port && (host === agent.host || host === '0.0.0.0' || isLoopbackHost(host))
   } catch {
     return false
   }
