@@ -816,8 +816,9 @@ const NO_DATA: PhasePercentilesMs = { p50: null, p99: null, count: 0 }
 
 /**
  * What a proxy in front of replicas that report nothing sees of an observation: no service phase, batch sizes or
- * GPU busy share (it counts the replicas with a request in flight instead); of an LLM server's counters, only the output tokens (from the responses' usage) and the requests
- * in flight as running sequences, no prompt tokens, KV use or preemptions.
+ * GPU busy share (it counts the replicas with a request in flight instead); of an LLM server's counters, only the
+ * output tokens (from the responses' usage) and the requests in flight as running sequences, no prompt tokens, KV
+ * use or preemptions.
  */
 function proxyView(obs: FleetObservation): FleetObservation {
   const { serviceMeanMs: _s, llm, ...rest } = obs

@@ -4,24 +4,22 @@ import { signalsReader } from '../../../controller/live/run.js'
 import type { Store } from '../../../collector/index.js'
 import { testDialects, useTestStore } from '../../helpers/dialects.js'
 import { makeReport } from '../../helpers/reports.js'
+import type { TestSeries } from '../../helpers/reports.js'
 
 const T0 = Date.parse('2026-11-28T12:00:00Z')
 const stat = (min: number, mean: number, max: number, last: number) => ({ min, mean, max, last })
 
-/** One 5 s report of replica r0 at T0: 50 requests that streamed 200 tokens each, and the given signals. */
-async function send(store: Store, signals: object): Promise<void> {
-  const r = makeReport({
-    seq: 1,
-    startMs: T0,
-    series: [
-      {
-        labels: { replica: 'r0' },
-        samples: { ttft: Array(50).fill(120_000), tpot: Array(50).fill(20_000), total: Array(50).fill(4e6) },
-        ok: 50,
-        outputTokens: 10_000,
-      },
-    ],
-  })
+/** 50 requests that streamed 200 tokens each. */
+const STREAMED: TestSeries = {
+  labels: { replica: 'r0' },
+  samples: { ttft: Array(50).fill(120_000), tpot: Array(50).fill(20_000), total: Array(50).fill(4e6) },
+  ok: 50,
+  outputTokens: 10_000,
+}
+
+/** One 5 s report of replica r0 at T0: the series (streamed requests by default) with the given signals. */
+async function send(store: Store, signals: object, series: TestSeries = STREAMED): Promise<void> {
+  const r = makeReport({ seq: 1, startMs: T0, series: [series] })
   await store.ingest({ ...r, series: [{ ...r.series[0]!, signals }] }, T0 + 5000)
 }
 
@@ -88,16 +86,14 @@ for (const dialect of testDialects())
     })
 
     it('no output tokens, no LLM counters: a batch server is not taken for an LLM', async () => {
-      const r = makeReport({
-        seq: 1,
-        startMs: T0,
-        series: [{ labels: { replica: 'r0' }, samples: { total: Array(80).fill(30_000) }, ok: 80 }],
-      })
-      const signals = {
-        gauges: { inFlight: stat(0, 3.2, 8, 2), queued: stat(0, 0, 0, 0), busy: stat(0, 0.8, 1, 1) },
-        sources: ['proxy'],
-      }
-      await db.store.ingest({ ...r, series: [{ ...r.series[0]!, signals }] }, T0 + 5000)
+      await send(
+        db.store,
+        {
+          gauges: { inFlight: stat(0, 3.2, 8, 2), queued: stat(0, 0, 0, 0), busy: stat(0, 0.8, 1, 1) },
+          sources: ['proxy'],
+        },
+        { labels: { replica: 'r0' }, samples: { total: Array(80).fill(30_000) }, ok: 80 },
+      )
       const obs = await observe(db.store)
       expect(obs.llm).toBeUndefined()
       expect(obs.inFlightMean).toBe(3.2)
