@@ -87,6 +87,8 @@ export interface FleetObservation {
   /** Requests completed and shed in the interval. */
   readonly completed: number
   readonly shed: number
+  /** Of {@link completed}, those that ended in an error (absent: none counted). Optional. */
+  readonly errors?: number
 }
 
 /** Setpoints the controller can change. */

@@ -191,5 +191,6 @@ export async function buildObservation(
     replicas: o.replicas,
     completed,
     shed: counts.shed,
+    errors: counts.error,
   }
 }

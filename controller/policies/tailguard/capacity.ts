@@ -142,16 +142,19 @@ export function perBusyReplica(obs: FleetObservation): number {
  * (the proxy counts its upstreams with a request in flight; else the GPU busy share), at least 1 (per replica
  * when no busy share is known: idle time then lowers the mean, and at light load a request is still served in
  * a batch of one). A server's own queue lengthens the times the larger its load, so
- * the fitted S(B) is steeper than the batch time alone: the fleet it sizes is larger, not smaller. The tail is
- * the e2e p99 over its p50. Unchanged when the interval has no such data.
+ * the fitted S(B) is steeper than the batch time alone: the fleet it sizes is larger, not smaller. The rate is of
+ * the requests answered without error: one that fails fast (a 502 from a replica that is down) spends almost no
+ * time in flight and would shorten the mean; one that fails slowly (a timeout) lengthens it, on the safe side.
+ * The tail is the e2e p99 over its p50. Unchanged when the interval has no such data.
  */
 function learnFromResponses(l: LearnedCapacity, obs: FleetObservation): LearnedCapacity {
   const inFlight = obs.inFlightMean
   const e2e = obs.latencyMs.e2e
-  if (inFlight === undefined || !(inFlight > 0) || !(obs.completed > 0)) return l
+  const answered = obs.completed - (obs.errors ?? 0)
+  if (inFlight === undefined || !(inFlight > 0) || !(answered > 0)) return l
   if (e2e.p50 === null || !(e2e.p50 > 0)) return l
   const x = perBusyReplica(obs)
-  const y = (inFlight / (obs.completed / (obs.intervalMs / 1000))) * 1000
+  const y = (inFlight / (answered / (obs.intervalMs / 1000))) * 1000
   const tail = e2e.p99 !== null ? clamp(e2e.p99 / e2e.p50, 1, 8) : l.tail
   return {
     ...l,

@@ -73,6 +73,7 @@ function firstBadNumber(obs: FleetObservation): string | undefined {
     ['replicas.starting', obs.replicas.starting],
     ['completed', obs.completed],
     ['shed', obs.shed],
+    ['errors', obs.errors],
     ['batchSize.mean', obs.batchSize.mean],
     ['batchSize.max', obs.batchSize.max],
     ['serviceMeanMs', obs.serviceMeanMs],

@@ -92,7 +92,7 @@ for (const dialect of testDialects())
           gauges: { inFlight: stat(0, 3.2, 8, 2), queued: stat(0, 0, 0, 0), busy: stat(0, 0.8, 1, 1) },
           sources: ['proxy'],
         },
-        { labels: { replica: 'r0' }, samples: { total: Array(80).fill(30_000) }, ok: 80 },
+        { labels: { replica: 'r0' }, samples: { total: Array(80).fill(30_000) }, ok: 80, error: 4 },
       )
       const obs = await observe(db.store)
       expect(obs.llm).toBeUndefined()
@@ -100,6 +100,8 @@ for (const dialect of testDialects())
       // The replica was busy 80% of the time: 4 in flight while busy.
       expect(obs.busyReplicasMean).toBe(0.8)
       expect(obs.latencyMs.service.count).toBe(0)
-      expect(obs.completed).toBe(80)
+      // The errors are among the completions and counted apart, so the time from responses leaves them out.
+      expect(obs.completed).toBe(84)
+      expect(obs.errors).toBe(4)
     })
   })

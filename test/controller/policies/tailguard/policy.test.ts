@@ -288,6 +288,20 @@ describe('tailguard: a batch fleet seen through the proxy alone (no service phas
     expect(blind.xs).toEqual([3])
   })
 
+  it('takes the time from the requests answered without error: fast failures do not shorten it', () => {
+    // As many 502s again as answers, each failing at once (no time in flight): the same in flight, twice the
+    // completions. Counted as answers, they would halve the time a request takes.
+    const o = proxyObs(6, 2)
+    const failing: FleetObservation = { ...o, completed: o.completed * 2, errors: o.completed }
+    const seen = drive(OPTS, 2, [[1000, failing]]).state.learned
+    expect(seen.ys[0]).toBeCloseTo(5 + 0.6 * 6, 6)
+    const all = drive(OPTS, 2, [[1000, { ...failing, errors: undefined }]]).state.learned
+    expect(all.ys[0]).toBeCloseTo((5 + 0.6 * 6) / 2, 6)
+    // Nothing answered: no point.
+    const none = drive(OPTS, 2, [[1000, { ...o, errors: o.completed }]]).state.learned
+    expect(none.xs).toEqual([])
+  })
+
   it('sizes the fleet from them and says so; sends no batching setpoints, which such a server does not take', () => {
     const all = steps(12)
     for (let t = 13; t <= 30; t++) all.push([t * 1000, proxyObs(14, 2)])
