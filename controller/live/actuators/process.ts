@@ -101,6 +101,11 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
     upstreamWrite = next
     return next
   }
+  /** Pushes the set and says so when the agent did not take it (`what`: the change it carried). */
+  const pushOrSay = async (what: string): Promise<void> => {
+    const failed = await pushUpstreams()
+    if (failed !== null) event(`${what}, but the agent did not take it: ${failed}`)
+  }
 
   const inFlightOf = async (url: string): Promise<number | null> => {
     if (!o.agentUrl) return 0
@@ -129,7 +134,7 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
       if (r.state !== 'stopped') event(`replica ${r.url} ${why} ${r.stderr.trim().slice(-200)}`.trimEnd())
       r.state = 'stopped'
       replicas.splice(replicas.indexOf(r), 1)
-      void pushUpstreams()
+      void pushOrSay(`replica ${r.url} left the upstream set`)
     }
     child.on('exit', (code, signal) => gone(`exited (${signal ?? code})`))
     child.on('error', (err) => gone(`could not start: ${err.message}`))
@@ -142,8 +147,7 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
           if (batching && o.batching) await putBatching([r.url], batching, o.batchingToken)
           r.state = 'ready'
           event(`replica ${r.url} ready`)
-          const failed = await pushUpstreams()
-          if (failed !== null) event(`replica ${r.url} ready, but the agent did not take it: ${failed}`)
+          await pushOrSay(`replica ${r.url} ready`)
           return
         }
         await sleep(poll)
@@ -159,7 +163,8 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
 
   const drainAndStop = async (r: Replica) => {
     r.state = 'draining'
-    await pushUpstreams()
+    // Not taken: the proxy still sends it new requests, which the stop below cuts off after the grace period.
+    await pushOrSay(`replica ${r.url} draining`)
     const deadline = Date.now() + (o.drainGraceMs ?? 30_000)
     while (Date.now() < deadline) {
       const n = await inFlightOf(r.url)
@@ -170,7 +175,7 @@ export function createProcessActuator(o: ProcessActuatorOptions): Actuator {
     r.child.kill('SIGTERM')
     const i = replicas.indexOf(r)
     if (i >= 0) replicas.splice(i, 1)
-    await pushUpstreams()
+    await pushOrSay(`replica ${r.url} stopped`)
     event(`replica ${r.url} drained and stopped`)
   }
 

@@ -273,6 +273,35 @@ describe('local process actuator', () => {
     expect(agent.state.upstreams[0]!.url).toBe(`http://127.0.0.1:${base}`)
   })
 
+  it('says when the agent refuses the upstream set: on ready, on draining and on stop', async () => {
+    // The agent wants a token the actuator does not have: every PUT /v1/upstreams gets 401.
+    const agent = track(await startFakeAgent({ token: TOKEN }))
+    const base = await freePorts(1)
+    const events: string[] = []
+    const a = createProcessActuator({
+      command: replica,
+      basePort: base,
+      agentUrl: agent.url,
+      pollMs: 20,
+      drainGraceMs: 300,
+      onEvent: (line) => events.push(line),
+    })
+    actuators.push(a)
+    const url = `http://127.0.0.1:${base}`
+    expect((await a.apply({ replicas: 1 }, ctx)).ok).toBe(true)
+    await expect.poll(() => events.join('\n'), { timeout: 10_000 }).toMatch(`replica ${url} ready, but`)
+    expect((await a.apply({ replicas: 0 }, ctx)).ok).toBe(true)
+    await expect.poll(() => events.join('\n'), { timeout: 10_000 }).toMatch(`${url} drained and stopped`)
+    const refused = events.filter((e) => e.includes('did not take it'))
+    expect(refused.map((e) => e.replace(/: .*$/, ''))).toEqual([
+      `replica ${url} ready, but the agent did not take it`,
+      `replica ${url} draining, but the agent did not take it`,
+      `replica ${url} stopped, but the agent did not take it`,
+    ])
+    expect(refused[1]).toMatch(/PUT \/v1\/upstreams.*401/)
+    expect(agent.state.upstreams).toEqual([])
+  })
+
   it('skips a port another server holds, so the server does not join the upstream set', async () => {
     const agent = track(await startFakeAgent())
     const base = await freePorts(3)
