@@ -52,6 +52,19 @@ function stringAt(v: Json, path: string): string {
   return v
 }
 
+const HEX = /^[0-9a-fA-F]*$/
+
+/**
+ * A trace or span id: hex digits (OTLP/JSON writes ids in base 16, not base64), `bytes` long or empty (absent),
+ * lowercased.
+ */
+function idAt(v: Json, path: string, bytes: 8 | 16): string {
+  const s = stringAt(v, path)
+  if (s.length !== 0 && (s.length !== bytes * 2 || !HEX.test(s)))
+    fail(path, `expected ${bytes * 2} hex digits (${bytes} bytes), got ${describe(v)}`)
+  return s.toLowerCase()
+}
+
 function describe(v: Json): string {
   if (v === null) return 'null'
   if (Array.isArray(v)) return 'an array'
@@ -216,9 +229,9 @@ function span(v: Json, resource: MutableAttributes): OtlpSpan {
     statusMessage = stringAt(st.message, '.status.message')
   }
   return {
-    traceId: stringAt(s.traceId, '.traceId').toLowerCase(),
-    spanId: stringAt(s.spanId, '.spanId').toLowerCase(),
-    parentSpanId: stringAt(s.parentSpanId, '.parentSpanId').toLowerCase(),
+    traceId: idAt(s.traceId, '.traceId', 16),
+    spanId: idAt(s.spanId, '.spanId', 8),
+    parentSpanId: idAt(s.parentSpanId, '.parentSpanId', 8),
     name: stringAt(s.name, '.name'),
     kind: enumAt(s.kind, '.kind', KIND_NAMES),
     startTimeUnixNano: startS * 1e9 + startNs,

@@ -62,12 +62,16 @@ function outOfRange(r: Reader, len: number): never {
   throw new RangeError(`index out of range: ${r.pos} + ${len} > ${r.len}`)
 }
 
-/** A length-delimited bytes field as lowercase hex (span and trace ids), without a Buffer per id. */
-function readHex(r: Reader): string {
+/**
+ * A length-delimited bytes field as lowercase hex (span and trace ids), without a Buffer per id: `bytes` long,
+ * or empty (absent).
+ */
+function readHex(r: Reader, bytes: 8 | 16, what: string, at: number): string {
   const len = r.uint32()
   const start = r.pos
   const end = start + len
   if (end > r.len) outOfRange(r, len)
+  if (len !== 0 && len !== bytes) fail(`${what} at offset ${at}: ${len} bytes, expected ${bytes}`)
   r.pos = end
   return len === 0 ? '' : (r.buf as Buffer).toString('hex', start, end)
 }
@@ -277,15 +281,15 @@ function readSpan(r: Reader, end: number, resource: MutableAttributes): OtlpSpan
     switch (tag >>> 3) {
       case 1:
         expectWire(wt, WT_LEN, 'Span.trace_id', at)
-        traceId = readHex(r)
+        traceId = readHex(r, 16, 'Span.trace_id', at)
         break
       case 2:
         expectWire(wt, WT_LEN, 'Span.span_id', at)
-        spanId = readHex(r)
+        spanId = readHex(r, 8, 'Span.span_id', at)
         break
       case 4:
         expectWire(wt, WT_LEN, 'Span.parent_span_id', at)
-        parentSpanId = readHex(r)
+        parentSpanId = readHex(r, 8, 'Span.parent_span_id', at)
         break
       case 5:
         expectWire(wt, WT_LEN, 'Span.name', at)

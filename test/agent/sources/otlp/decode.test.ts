@@ -201,6 +201,30 @@ describe('protobuf decoder on bad bytes', () => {
     expect(p).toEqual({ ok: false, error: expect.stringMatching(/nested deeper than 32/) })
     expect(j).toEqual({ ok: false, error: expect.stringMatching(/nested deeper than 32/) })
   })
+
+  it('refuse ids of the wrong length: 16 bytes for a trace, 8 for a span, or none', () => {
+    const short = request({ 'service.name': 's' }, [span({ name: 'q', traceId: 'abcd' })])
+    expect(decodeTracesProtobuf(toProtobuf(short))).toEqual({
+      ok: false,
+      error: expect.stringMatching(/Span\.trace_id at offset \d+: 2 bytes, expected 16/),
+    })
+    expect(decodeTracesJson(toJson(short))).toEqual({
+      ok: false,
+      error: expect.stringMatching(
+        /spans\[0\]\.traceId: expected 32 hex digits \(16 bytes\), got the string "abcd"/,
+      ),
+    })
+    const long = request({ 'service.name': 's' }, [span({ name: 'q', spanId: 'b7ad6b7169203331ff' })])
+    expect(decodeTracesProtobuf(toProtobuf(long))).toEqual({
+      ok: false,
+      error: expect.stringMatching(/Span\.span_id at offset \d+: 9 bytes, expected 8/),
+    })
+    // No ids at all (an empty field) decode as empty.
+    const none = spansOf(
+      decodeTracesJson(toJson(request({}, [span({ name: 'q', traceId: '', spanId: '' })]))),
+    )
+    expect([none[0]!.traceId, none[0]!.spanId]).toEqual(['', ''])
+  })
 })
 
 describe('JSON decoder on bad input', () => {
@@ -239,6 +263,16 @@ describe('JSON decoder on bad input', () => {
         ],
       },
       /resource\.attributes\[0\]\.value\.boolValue: expected a boolean/,
+    ],
+    [
+      'a trace id is not hex (OTLP/JSON writes ids in base 16)',
+      { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 'not-a-trace-id-but-32-characters' }] }] }] },
+      /spans\[0\]\.traceId: expected 32 hex digits \(16 bytes\), got the string "not-a-trace-id-but-32-characters"/,
+    ],
+    [
+      'a span id is base64, as the protobuf JSON mapping writes bytes',
+      { resourceSpans: [{ scopeSpans: [{ spans: [{ parentSpanId: 't61rcWkgMzE=' }] }] }] },
+      /spans\[0\]\.parentSpanId: expected 16 hex digits \(8 bytes\)/,
     ],
     [
       'status code not an enum',
