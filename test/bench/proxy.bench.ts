@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { CLI } from '../helpers/cli.js'
+import { CLI, proxyAgentArgs } from '../helpers/cli.js'
 import { freePort } from '../helpers/ports.js'
 import {
   childPids,
@@ -178,26 +178,14 @@ async function startTailguard(
   collectorPort: number,
   nodeOptions = '',
 ): Promise<{ child: ChildProcess; port: number; metricsPort: number; deopts: () => number }> {
-  const port = await freePort()
   const otlp = await freePort()
   const child = spawn(
     process.execPath,
     [
       ...(TRACE_DEOPTS ? ['--trace-deopt'] : []),
       CLI,
-      'agent',
-      '--proxy-port',
-      String(port),
-      '--upstream',
-      `http://127.0.0.1:${upstreamPort}`,
-      '--otlp-port',
-      String(otlp),
-      '--no-nvml',
+      ...proxyAgentArgs(`http://127.0.0.1:${upstreamPort}`, `http://127.0.0.1:${collectorPort}`, otlp),
       '--no-otlp-grpc',
-      '--log-level',
-      'fatal',
-      '--collector',
-      `http://127.0.0.1:${collectorPort}`,
     ],
     {
       env: {
@@ -209,7 +197,7 @@ async function startTailguard(
     },
   )
   const deopts = deoptCounter(child)
-  return { ...(await waitListening(child, /proxy on http:\/\/[^:]+:(\d+)/)), port, metricsPort: otlp, deopts }
+  return { ...(await waitListening(child, /proxy on http:\/\/[^:]+:(\d+)/)), metricsPort: otlp, deopts }
 }
 
 const bench: Bench = {

@@ -3,7 +3,8 @@ import { cpSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } fr
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { packageRoot } from '../../collector/index.js'
-import { CLI, assertBuilt, useTempDirs } from '../helpers/cli.js'
+import { CLI, assertBuilt } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 
 // `npm start` builds only what is stale (bin/build-if-stale.mjs), so a second start with nothing changed is
 // quick; `npm run build` still builds everything.

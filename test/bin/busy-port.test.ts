@@ -3,7 +3,8 @@ import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { spawnCli, useTempDirs } from '../helpers/cli.js'
+import { spawnCli } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 
 // A port that is already taken: one line naming the port and the flag that changes it, exit code 1 within 5 s,
 // and nothing half-started (no store opened, no collector left up when only the OTLP port is busy).

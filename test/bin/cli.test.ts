@@ -3,7 +3,8 @@ import { existsSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { ESLint } from 'eslint'
 import { describe, expect, it } from 'vitest'
-import { CLI, assertBuilt, runToEnd, useTempDirs } from '../helpers/cli.js'
+import { CLI, assertBuilt, runToEnd } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 import { packageRoot, packageVersion } from '../../collector/index.js'
 
 // The `tailguard` binary run as a user runs it: through npx, through a symlink (npm link, a global install),

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { packageRoot } from '../../collector/index.js'
 import { childPids } from '../bench/load.js'
-import { assertBuilt, useTempDirs } from '../helpers/cli.js'
+import { assertBuilt } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 
 // A process manager, systemd or `docker stop` sends SIGTERM to `npm start` only, not to its process group; npm
 // passes it to its child. The start script `exec`s the CLI, so that child is tailguard itself (through a shell

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { DEFAULT_ROLLUPS } from '../../collector/index.js'
 import { buildCollector } from '../../collector/app.js'
 import { resolveStepMs, rollupAlignedSteps } from '../../collector/time.js'
-import { testDialects, useTestStore } from '../helpers/dialects.js'
+import { testDialects } from '../helpers/dialects.js'
+import { useTestStore } from '../helpers/test-store.js'
 import { makeReport } from '../helpers/reports.js'
 
 const MIN = 60_000

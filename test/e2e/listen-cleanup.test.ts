@@ -4,7 +4,8 @@ import type { Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packageRoot } from '../../collector/index.js'
-import { assertBuilt, runToEnd, useTempDirs } from '../helpers/cli.js'
+import { assertBuilt, runToEnd } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 
 // The CLI checks ports before it starts anything; when a port is taken after that check anyway, the collector
 // and the agent must undo what they started (store, SLO file watcher, GPU samplers) so that the process

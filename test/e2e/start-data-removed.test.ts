@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process'
 import { rmSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { spawnCli, useTempDirs } from '../helpers/cli.js'
+import { spawnCli } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 import type { CliProcess } from '../helpers/cli.js'
 
 // When the data directory of `tailguard start` (or its SQLite file) is removed while it runs, SQLite keeps

@@ -1,7 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, eventually, spawnStart, useTempDirs } from '../helpers/cli.js'
+import { api, eventually, spawnStart } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 import type { CliProcess } from '../helpers/cli.js'
 
 // Out of the box, `tailguard start` runs the live controller on its serving demo (demo-llm: reference model

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { api, eventually, spawnStart, useTempDirs } from '../helpers/cli.js'
+import { api, eventually, spawnStart } from '../helpers/cli.js'
+import { useTempDirs } from '../helpers/temp-dirs.js'
 import type { CliProcess } from '../helpers/cli.js'
 
 // What `npm start` shows a newcomer: the serving demo's load steps up and the controller answers it on the demo's

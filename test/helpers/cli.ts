@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll } from 'vitest'
 import { packageRoot } from '../../collector/paths.js'
 
 /** The compiled CLI; `npm test` builds it before the tests run. */
@@ -207,21 +205,4 @@ export function runToEnd(
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout, stderr }))
   })
-}
-
-/**
- * Temporary folders for one test file, removed after its tests: call the returned function for each.
- *
- * @example const tempDir = useTempDirs('tg-cli-'); const dir = tempDir()
- */
-export function useTempDirs(prefix: string): () => string {
-  const dirs: string[] = []
-  afterAll(() => {
-    for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  })
-  return () => {
-    const d = mkdtempSync(join(tmpdir(), prefix))
-    dirs.push(d)
-    return d
-  }
 }

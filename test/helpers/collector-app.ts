@@ -2,7 +2,7 @@ import { afterEach, beforeEach } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { buildCollector } from '../../collector/app.js'
 import type { IntervalReport, Store } from '../../collector/index.js'
-import { useTestStore } from './dialects.js'
+import { useTestStore } from './test-store.js'
 import type { TestDialect } from './dialects.js'
 
 /** The tokens of {@link useTestCollector}'s app: one read-scope API token and one agent token. */

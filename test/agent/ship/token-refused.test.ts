@@ -3,7 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { startAgent } from '../../../agent/index.js'
 import type { RunningAgent } from '../../../agent/index.js'
 import { makeLogger, resolveConfig, runCollector } from '../../../collector/index.js'
-import { api, eventually, useTempDirs } from '../../helpers/cli.js'
+import { api, eventually } from '../../helpers/cli.js'
+import { useTempDirs } from '../../helpers/temp-dirs.js'
 
 // An agent whose token the collector refuses: it backs off instead of retrying every few hundred ms, says so in
 // one log line (not one per retry) and in /healthz, and keeps its reports, which a fixed token then delivers.

@@ -14,7 +14,8 @@ import { validateSlo } from '../../../collector/slo/definition.js'
 import type { SloDefinition } from '../../../collector/slo/definition.js'
 import { countAtOrBelow } from '../../../collector/slo/math.js'
 import type { SloTables } from '../../../collector/slo/tables.js'
-import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { testDialects } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { histogramOf, latenciesUs, makeReport, rng } from '../../helpers/reports.js'
 
 const MIN = 60_000

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { testDialects } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { makeGpuReport } from '../../helpers/gpu-reports.js'
 import type { FakeGpu } from '../../helpers/gpu-reports.js'
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { testDialects } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { fingerprint, histogramOf, latenciesUs, makeReport, rng } from '../../helpers/reports.js'
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0)

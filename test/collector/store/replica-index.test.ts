@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import { CompiledQuery, sql } from 'kysely'
 import { storeInternals, withReplicaIndexes } from '../../../collector/store/sql-store.js'
-import { useTestStore } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { toLegacyFinestRows } from '../../helpers/legacy-rows.js'
 import { makeReport } from '../../helpers/reports.js'
 

@@ -8,7 +8,8 @@ import {
   toAutoscaleAnswer,
 } from '../../../controller/index.js'
 import type { Action, Policy } from '../../../controller/index.js'
-import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { testDialects } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { latenciesUs, makeReport, rng } from '../../helpers/reports.js'
 
 const T0 = Date.parse('2026-11-23T12:00:00Z')

@@ -5,7 +5,8 @@ import { run } from '../../../bin/tailguard.js'
 import { packageRoot } from '../../../collector/index.js'
 import type { CliIO } from '../../../collector/index.js'
 import { AZURE_TRACE_ATTRIBUTION } from '../../../controller/index.js'
-import { CLI, assertBuilt, runToEnd, useTempDirs } from '../../helpers/cli.js'
+import { CLI, assertBuilt, runToEnd } from '../../helpers/cli.js'
+import { useTempDirs } from '../../helpers/temp-dirs.js'
 
 // `tailguard sim` on the trace the package ships (by path as the docs write it, and by default), and its
 // output: headers that say each thing once, saturated rows in words, and where the report went.

@@ -11,7 +11,8 @@ import {
 } from '../../../controller/index.js'
 import type { Action, FleetObservation, LiveTarget, Policy } from '../../../controller/index.js'
 import { startFakeAgent, startFakeKubernetes } from '../../helpers/contract-servers.js'
-import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { testDialects } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { latenciesUs, makeReport, rng } from '../../helpers/reports.js'
 
 const T0 = Date.parse('2026-11-23T12:00:00Z')

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { buildObservation, runSimulation } from '../../../controller/index.js'
 import type { FleetObservation, PhasePercentilesMs, Policy } from '../../../controller/index.js'
-import { useTestStore } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { makeReport } from '../../helpers/reports.js'
 
 const T0 = Date.parse('2026-11-23T12:00:00Z')

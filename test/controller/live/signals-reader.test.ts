@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { signalsReader } from '../../../controller/live/run.js'
 import type { Store } from '../../../collector/index.js'
-import { testDialects, useTestStore } from '../../helpers/dialects.js'
+import { testDialects } from '../../helpers/dialects.js'
+import { useTestStore } from '../../helpers/test-store.js'
 import { makeReport } from '../../helpers/reports.js'
 
 const T0 = Date.parse('2026-11-21T12:00:00Z')
