@@ -28,7 +28,7 @@ const COMMANDS: ReadonlyArray<readonly [name: string, load: () => Promise<Regist
     },
   ],
   ['agent', async () => (await import('../agent/index.js')).registerAgent],
-  ['serve-model', async () => (await import('../agent/index.js')).registerServeModel],
+  ['serve-model', async () => (await import('../agent/cli/serve-model.js')).registerServeModel],
   ['scrape', async () => (await import('../agent/index.js')).registerScrape],
   ['dead-letter', async () => (await import('../agent/index.js')).registerDeadLetter],
   ['migrate', async () => (await import('../collector/index.js')).registerMigrate],

@@ -93,6 +93,39 @@ describe('tailguard agent is lean', () => {
     expect(heavy).toEqual([])
   }, 60_000)
 
+  it('serve-model (a replica a process actuator starts) loads neither the OTLP receivers nor the store', async () => {
+    writeFileSync(join(dir, 'hooks.mjs'), HOOKS)
+    writeFileSync(join(dir, 'register.mjs'), REGISTER)
+    const loaded = join(dir, 'loaded-model.txt')
+    writeFileSync(loaded, '')
+    const model = spawnCli(['serve-model', '--port', '0', '--log-level', 'fatal'], {
+      TG_TEST_LOADED: loaded,
+      NODE_OPTIONS: `--import ${pathToFileURL(join(dir, 'register.mjs')).href}`,
+    })
+    try {
+      const [, port] = await model.waitFor(/on http:\/\/[^:]+:(\d+)/)
+      const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'Hello', max_tokens: 2 }),
+      })
+      expect(res.status).toBe(200)
+    } finally {
+      await model.kill()
+    }
+    const urls = readFileSync(loaded, 'utf8').split('\n').filter(Boolean)
+    expect(urls.some((u) => /\/dist\/agent\/model-server\/server\.js$/.test(u))).toBe(true)
+    const grpc: ReadonlyArray<readonly [RegExp, string]> = [
+      [/\/node_modules\/@grpc\//, 'gRPC (the OTLP/gRPC receiver)'],
+      [/\/node_modules\/protobufjs\//, 'protobufjs (the OTLP decoders)'],
+      [/\/node_modules\/@opentelemetry\//, 'the OpenTelemetry API (the agent SDK)'],
+    ]
+    const heavy = [...HEAVY, ...grpc].flatMap(([re, why]) =>
+      urls.filter((u) => re.test(u)).map((u) => `${why}: ${u}`),
+    )
+    expect(heavy).toEqual([])
+  }, 60_000)
+
   it('loads each subcommand alone under its own name (what `run` does for a named one)', async () => {
     const io = { out: () => {}, err: () => {}, errRaw: () => {}, isTTY: false }
     const all = (await buildProgram(io)).commands.map((c) => c.name())
