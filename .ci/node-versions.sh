@@ -120,14 +120,17 @@ for v in "${versions[@]}"; do
   echo "ci: node $v: vitest run"
   t0=$SECONDS
   # As `npm test`: the timed tests (the two load steps, the fleet page's first load) alone, one after the other, after the rest.
-  vt=(node node_modules/vitest/vitest.mjs run)
+  # Besides the usual output, a JSON report per run: a failure is named again at the very end of this script's
+  # output, where a CI log that keeps only its tail still shows it.
+  reports="$(mktemp -d)"
+  vt=(node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json)
   if [ -n "${TG_VITEST_ARGS:-}" ]; then
     # shellcheck disable=SC2086 # TG_VITEST_ARGS is a list of paths or flags
-    run_suite() { PATH="$home/bin:$PATH" "${vt[@]}" ${TG_VITEST_ARGS}; }
+    run_suite() { PATH="$home/bin:$PATH" "${vt[@]}" --outputFile.json="$reports/1.json" ${TG_VITEST_ARGS}; }
   else
     run_suite() {
-      PATH="$home/bin:$PATH" "${vt[@]}" --exclude test/e2e/load-step.test.ts --exclude test/e2e/start-demo-step.test.ts --exclude test/dashboard/fleet-load.e2e.test.ts &&
-        PATH="$home/bin:$PATH" "${vt[@]}" --no-file-parallelism test/e2e/load-step.test.ts test/e2e/start-demo-step.test.ts test/dashboard/fleet-load.e2e.test.ts
+      PATH="$home/bin:$PATH" "${vt[@]}" --outputFile.json="$reports/1.json" --exclude test/e2e/load-step.test.ts --exclude test/e2e/start-demo-step.test.ts --exclude test/dashboard/fleet-load.e2e.test.ts &&
+        PATH="$home/bin:$PATH" "${vt[@]}" --outputFile.json="$reports/2.json" --no-file-parallelism test/e2e/load-step.test.ts test/e2e/start-demo-step.test.ts test/dashboard/fleet-load.e2e.test.ts
     }
   fi
   if run_suite; then
@@ -135,7 +138,9 @@ for v in "${versions[@]}"; do
   else
     summary+=("node $v: FAILED after $((SECONDS - t0)) s")
     failed+=("$v")
+    while IFS= read -r line; do summary+=("  $line"); done < <(node .ci/failures.mjs "$reports"/*.json)
   fi
+  rm -rf "$reports"
 done
 
 for line in "${summary[@]}"; do echo "ci: $line"; done

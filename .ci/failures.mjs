@@ -1,0 +1,41 @@
+// Names the failed tests in vitest JSON reports (--reporter=json), a line each with the first line of the
+// error, for the end of a CI log: `node .ci/failures.mjs report.json…`. A file that could not run at all
+// (a syntax error, a failing hook) is named with its message.
+import { existsSync, readFileSync } from 'node:fs'
+import { relative } from 'node:path'
+import process from 'node:process'
+
+const say = (line) => process.stdout.write(`${line}\n`)
+
+const clip = (text, n = 300) => {
+  const first = String(text ?? '')
+    .replace(new RegExp(String.fromCharCode(27) + '\\[[0-9;]*m', 'g'), '')
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l.length > 0)
+  return (first ?? '').slice(0, n)
+}
+let named = 0
+for (const file of process.argv.slice(2)) {
+  if (!existsSync(file)) continue
+  let report
+  try {
+    report = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    say(`${file}: not a vitest JSON report (${err.message})`)
+    continue
+  }
+  for (const t of report.testResults ?? []) {
+    const where = relative(process.cwd(), t.name ?? '?')
+    const failedTests = (t.assertionResults ?? []).filter((a) => a.status === 'failed')
+    for (const a of failedTests) {
+      say(`FAILED ${where} > ${a.fullName}: ${clip(a.failureMessages?.[0])}`)
+      named++
+    }
+    if (failedTests.length === 0 && t.status === 'failed') {
+      say(`FAILED ${where}: ${clip(t.message)}`)
+      named++
+    }
+  }
+}
+if (named === 0) say('no failed test in the reports (the run stopped before it finished?)')
