@@ -25,7 +25,9 @@ import type { Bench } from './table.js'
 // direct path's in the same round. CPU: the proxy process's user+system
 // time over the step, as % of one core per 1k req/s. tailguard runs twice: as it starts by default, and with
 // NODE_OPTIONS=--max-semi-space-size=64 (docs/proxy.md: a larger young generation, so fewer scavenges land in a
-// request's path), each in its own process.
+// request's path), each in its own process. `node floor`, the least a Node proxy can do per request (NODE_FLOOR
+// below), shows in the same run how much of the overhead is the runtime's, and `node floor http` (the same behind
+// node:http) how much of it Node's HTTP server is.
 
 const RATES = [250, 1000, 2000, 4000]
 const DURATION_MS = Number(process.env.TG_BENCH_PROXY_MS ?? 9000)
@@ -55,6 +57,174 @@ const s = createServer((req, res) => {
 })
 s.keepAliveTimeout = 65000
 s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port))
+process.on('SIGTERM', () => process.exit(0))
+`
+
+/**
+ * The reference proxies' upstream side (below): keep-alive connections to the upstream on the port given as the
+ * first argument, taken from an idle list (last in, first out) or opened; one the upstream closes while idle
+ * (its keep-alive timeout) leaves the list.
+ */
+const UPSTREAM_POOL = `
+const upstreamPort = Number(process.argv[1])
+const HEAD_END = Buffer.from('\\r\\n\\r\\n')
+const idle = []
+function takeUpstream() {
+  const up = idle.pop()
+  if (up !== undefined) return up
+  const s = connect(upstreamPort, '127.0.0.1')
+  s.setNoDelay(true)
+  s.on('error', () => {})
+  s.on('close', () => {
+    const i = idle.indexOf(s)
+    if (i >= 0) idle.splice(i, 1)
+  })
+  return s
+}`
+
+/**
+ * The least a Node proxy can do per request, as a reference for what the runtime itself costs: bare `net` on
+ * both sides, the client's request head passed on as it came (GETs only, no body), a pool of keep-alive upstream
+ * connections, the response framed by its `content-length` (or passed on until the last chunk of a chunked one)
+ * and written back in one piece. No header rewriting, no measurement, no admission, no limits or timeouts: not a
+ * proxy anyone should run, the floor under tailguard's overhead in the same run.
+ */
+const NODE_FLOOR = `
+import { connect, createServer } from 'node:net'
+${UPSTREAM_POOL}
+const LAST_CHUNK = Buffer.from('0\\r\\n\\r\\n')
+const endsWith = (b, tail) => b.length >= tail.length && b.subarray(b.length - tail.length).equals(tail)
+function forward(client, head, done) {
+  const up = takeUpstream()
+  let buf = null
+  let end = -1
+  let chunked = false
+  const finish = () => {
+    up.off('data', onData)
+    up.off('close', onClose)
+    idle.push(up)
+    done()
+  }
+  const onClose = () => client.destroy()
+  const onData = (d) => {
+    if (chunked) {
+      client.write(d)
+      if (endsWith(d, LAST_CHUNK)) finish()
+      return
+    }
+    buf = buf === null ? d : Buffer.concat([buf, d])
+    if (end < 0) {
+      const i = buf.indexOf(HEAD_END)
+      if (i < 0) return
+      const m = /\\r\\ncontent-length: *(\\d+)/i.exec(buf.toString('latin1', 0, i))
+      if (m === null) {
+        chunked = true
+        client.write(buf)
+        if (endsWith(buf, LAST_CHUNK)) finish()
+        return
+      }
+      end = i + 4 + Number(m[1])
+    }
+    if (buf.length >= end) {
+      client.write(buf)
+      finish()
+    }
+  }
+  up.on('data', onData)
+  up.on('close', onClose)
+  up.write(head)
+}
+createServer((c) => {
+  c.setNoDelay(true)
+  let buf = null
+  let busy = false
+  const next = () => {
+    busy = false
+    if (buf === null) return
+    const i = buf.indexOf(HEAD_END)
+    if (i < 0) return
+    const head = i + 4 === buf.length ? buf : buf.subarray(0, i + 4)
+    buf = i + 4 === buf.length ? null : buf.subarray(i + 4)
+    busy = true
+    forward(c, head, next)
+  }
+  c.on('data', (d) => {
+    buf = buf === null ? d : Buffer.concat([buf, d])
+    if (!busy) next()
+  })
+  c.on('error', () => {})
+}).listen(0, '127.0.0.1', function () {
+  console.log('listening ' + this.address().port)
+})
+process.on('SIGTERM', () => process.exit(0))
+`
+
+/**
+ * {@link NODE_FLOOR} with Node's HTTP server in front instead of bare `net` (the upstream side the same, the
+ * response's head parsed into a header list for `writeHead`): the difference to the floor is what `node:http`
+ * costs a proxy per request, i.e. the most a hand-written server side could save tailguard.
+ */
+const NODE_FLOOR_HTTP = `
+import { connect } from 'node:net'
+import { createServer } from 'node:http'
+${UPSTREAM_POOL}
+createServer((req, res) => {
+  const up = takeUpstream()
+  let buf = null
+  let end = -1
+  let status = 0
+  let headers = null
+  let bodyAt = 0
+  let chunked = false
+  const onData = (d) => {
+    if (chunked) {
+      // An event stream: its chunks are passed on as they are, the framing already in them.
+      res.socket.write(d)
+      if (d.toString('latin1').endsWith('0\\r\\n\\r\\n')) {
+        up.off('data', onData)
+        idle.push(up)
+        res.socket.end()
+      }
+      return
+    }
+    buf = buf === null ? d : Buffer.concat([buf, d])
+    if (end < 0) {
+      const i = buf.indexOf(HEAD_END)
+      if (i < 0) return
+      const lines = buf.toString('latin1', 0, i).split('\\r\\n')
+      status = Number(lines[0].slice(9, 12))
+      headers = []
+      let length = -1
+      for (let k = 1; k < lines.length; k++) {
+        const colon = lines[k].indexOf(':')
+        const name = lines[k].slice(0, colon).toLowerCase()
+        const value = lines[k].slice(colon + 1).trim()
+        if (name === 'content-length') length = Number(value)
+        if (name !== 'connection' && name !== 'keep-alive') headers.push(name, value)
+      }
+      if (length < 0) {
+        chunked = true
+        res.socket.write(buf)
+        return
+      }
+      bodyAt = i + 4
+      end = bodyAt + length
+    }
+    if (buf.length >= end) {
+      up.off('data', onData)
+      idle.push(up)
+      res.writeHead(status, headers)
+      res.end(buf.subarray(bodyAt, end))
+    }
+  }
+  up.on('data', onData)
+  let head = req.method + ' ' + req.url + ' HTTP/1.1\\r\\n'
+  const raw = req.rawHeaders
+  for (let k = 0; k < raw.length; k += 2) head += raw[k] + ': ' + raw[k + 1] + '\\r\\n'
+  up.write(head + '\\r\\n')
+}).listen(0, '127.0.0.1', function () {
+  console.log('listening ' + this.address().port)
+})
 process.on('SIGTERM', () => process.exit(0))
 `
 
@@ -227,6 +397,12 @@ const bench: Bench = {
         pids: () => [tgSemi.child.pid!],
         agent: tgSemi,
       })
+      const floor = await spawnNode(NODE_FLOOR, [String(up.port)])
+      children.push(floor.child)
+      targets.push({ name: 'node floor', port: floor.port, pids: () => [floor.child.pid!] })
+      const floorHttp = await spawnNode(NODE_FLOOR_HTTP, [String(up.port)])
+      children.push(floorHttp.child)
+      targets.push({ name: 'node floor http', port: floorHttp.port, pids: () => [floorHttp.child.pid!] })
       const bin = nginxBinary()
       if (bin) {
         const ng = await startNginx(bin, up.port)
@@ -366,6 +542,10 @@ const bench: Bench = {
           notes: [
             `At 2k req/s ${verdict('tailguard')}; ${verdict(`tailguard ss${SEMI_SPACE_MB}`)}` +
               (Number.isNaN(ngAdded) ? '.' : `; nginx adds ${ngAdded.toFixed(3)} ms.`),
+            `node floor: the least a Node proxy does per request (bare net both sides, the head passed on as it came, no measurement, admission, limits or timeouts), what the runtime costs; node floor http: the same behind Node's HTTP server, so the difference is what node:http costs a proxy. At 2k req/s they add ${added('node floor').toFixed(3)} and ${added('node floor http').toFixed(3)} ms at p99` +
+              (ngAdded > 0
+                ? ` (${(added('node floor') / ngAdded).toFixed(2)}× and ${(added('node floor http') / ngAdded).toFixed(2)}× nginx's).`
+                : '.'),
             `tailguard ss${SEMI_SPACE_MB}: the same agent started with NODE_OPTIONS=--max-semi-space-size=${SEMI_SPACE_MB} (docs/proxy.md#overhead).`,
             "Agent loop delay: how late the agent's event loop ran a 10 ms timer during the step, beyond its 10 ms (its own /metrics, tailguard_agent_nodejs_eventloop_lag_*), ms: a request arriving in such a stall waits as long." +
               (TRACE_DEOPTS
