@@ -15,7 +15,13 @@ const clip = (text, n = 300) => {
     .find((l) => l.length > 0)
   return (first ?? '').slice(0, n)
 }
+/** At most this many lines, so that the end of a log that failed everywhere still shows the summary. */
+const MOST = 40
 let named = 0
+const sayFailed = (line) => {
+  named++
+  if (named <= MOST) say(line)
+}
 for (const file of process.argv.slice(2)) {
   if (!existsSync(file)) continue
   let report
@@ -29,13 +35,12 @@ for (const file of process.argv.slice(2)) {
     const where = relative(process.cwd(), t.name ?? '?')
     const failedTests = (t.assertionResults ?? []).filter((a) => a.status === 'failed')
     for (const a of failedTests) {
-      say(`FAILED ${where} > ${a.fullName}: ${clip(a.failureMessages?.[0])}`)
-      named++
+      sayFailed(`FAILED ${where} > ${a.fullName}: ${clip(a.failureMessages?.[0])}`)
     }
     if (failedTests.length === 0 && t.status === 'failed') {
-      say(`FAILED ${where}: ${clip(t.message)}`)
-      named++
+      sayFailed(`FAILED ${where}: ${clip(t.message)}`)
     }
   }
 }
+if (named > MOST) say(`… and ${named - MOST} more failed tests (above in the log)`)
 if (named === 0) say('no failed test in the reports (the run stopped before it finished?)')
