@@ -67,21 +67,25 @@ export class IngestPool {
   readonly #minBytes: number
   readonly #workerUrl: URL
   readonly #pool: Thread[] = []
+  readonly #minLifeMs: number
   #nextId = 1
   #closed = false
   #started = false
 
   /**
    * `eager`: start the workers now; by default they start with the first body of `minBytes` or more (an idle
-   * worker holds ~27 MB, and a fleet of small reports never needs one).
+   * worker holds ~27 MB, and a fleet of small reports never needs one). `minWorkerLifeMs`: a worker that dies
+   * sooner after it started is not replaced (default 1 s).
    */
   constructor(opts: {
     readonly threads: number
     readonly minBytes: number
     readonly workerUrl?: URL
     readonly eager?: boolean
+    readonly minWorkerLifeMs?: number
   }) {
     this.#workerUrl = opts.workerUrl ?? DEFAULT_WORKER
+    this.#minLifeMs = opts.minWorkerLifeMs ?? MIN_WORKER_LIFE_MS
     // From TypeScript sources there is no compiled worker to start: everything is prepared in place.
     this.threads = existsSync(fileURLToPath(this.#workerUrl)) ? Math.max(0, Math.floor(opts.threads)) : 0
     this.#minBytes = opts.minBytes
@@ -159,7 +163,7 @@ export class IngestPool {
     thread.waiting.clear()
     const at = this.#pool.indexOf(thread)
     if (at < 0) return
-    if (this.#closed || Date.now() - thread.startedAt < MIN_WORKER_LIFE_MS) this.#pool.splice(at, 1)
+    if (this.#closed || Date.now() - thread.startedAt < this.#minLifeMs) this.#pool.splice(at, 1)
     else this.#pool[at] = this.#spawn()
   }
 }

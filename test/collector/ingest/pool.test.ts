@@ -152,26 +152,43 @@ describe('ingest workers', () => {
     )
     const broken = join(crashDir, 'broken.mjs')
     writeFileSync(broken, "throw new Error('cannot load')\n")
-    const pool = new IngestPool({ threads: 1, minBytes: 0, workerUrl: pathToFileURL(crash), eager: true })
     const body = () => Buffer.from(JSON.stringify(hostileReport(1)))
+    // How long a worker must live to be replaced is set per pool, so that neither case hangs on how fast this
+    // machine loads a worker: 0 (every death is past it) and a minute (every death here is before it).
+    const replacing = new IngestPool({
+      threads: 1,
+      minBytes: 0,
+      workerUrl: pathToFileURL(crash),
+      eager: true,
+      minWorkerLifeMs: 0,
+    })
+    const young = new IngestPool({
+      threads: 1,
+      minBytes: 0,
+      workerUrl: pathToFileURL(crash),
+      eager: true,
+      minWorkerLifeMs: 60_000,
+    })
     try {
-      // Past its first second, a worker that dies is replaced.
-      await new Promise((r) => setTimeout(r, 1100))
-      await expect(pool.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(
+      // A worker that dies is replaced, and fails what it held.
+      await expect(replacing.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(
         /ingest worker exited \(code 3\)/,
       )
-      expect(pool.running).toBe(1)
-      // Its replacement dies within its first second: not replaced; bodies are then prepared in place.
-      await expect(pool.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(/exited/)
-      expect(pool.running).toBe(0)
-      expect((await pool.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
+      expect(replacing.running).toBe(1)
+      await expect(replacing.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(/exited/)
+      expect(replacing.running).toBe(1)
+      // One that dies as it starts is not replaced; bodies are then prepared in place.
+      await expect(young.prepare(body(), HOSTILE_NOW, 10_000)).rejects.toThrow(/exited/)
+      expect(young.running).toBe(0)
+      expect((await young.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
+      // Workers that cannot load die as they start and are not started again.
       const unloadable = new IngestPool({
         threads: 2,
         minBytes: 0,
         workerUrl: pathToFileURL(broken),
         eager: true,
+        minWorkerLifeMs: 60_000,
       })
-      // Both fail as they load; on a busy machine loading a worker takes longer than any fixed wait.
       await expect.poll(() => unloadable.running, { timeout: 15_000 }).toBe(0)
       expect((await unloadable.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
       await unloadable.close()
@@ -180,7 +197,8 @@ describe('ingest workers', () => {
       expect((await small.prepare(body(), HOSTILE_NOW, 10_000)).ok).toBe(true)
       await small.close()
     } finally {
-      await pool.close()
+      await replacing.close()
+      await young.close()
       rmSync(crashDir, { recursive: true, force: true })
     }
   })
