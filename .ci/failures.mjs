@@ -4,12 +4,12 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { relative } from 'node:path'
 import process from 'node:process'
+import { stripVTControlCharacters } from 'node:util'
 
 const say = (line) => process.stdout.write(`${line}\n`)
 
 const clip = (text, n = 300) => {
-  const first = String(text ?? '')
-    .replace(new RegExp(String.fromCharCode(27) + '\\[[0-9;]*m', 'g'), '')
+  const first = stripVTControlCharacters(String(text ?? ''))
     .split('\n')
     .map((l) => l.trim())
     .find((l) => l.length > 0)

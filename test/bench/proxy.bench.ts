@@ -63,11 +63,13 @@ process.on('SIGTERM', () => process.exit(0))
 /**
  * The reference proxies' upstream side (below): keep-alive connections to the upstream on the port given as the
  * first argument, taken from an idle list (last in, first out) or opened; one the upstream closes while idle
- * (its keep-alive timeout) leaves the list.
+ * (its keep-alive timeout) leaves the list. `endsWith(b, LAST_CHUNK)`: a chunked response ends with `b`.
  */
 const UPSTREAM_POOL = `
 const upstreamPort = Number(process.argv[1])
 const HEAD_END = Buffer.from('\\r\\n\\r\\n')
+const LAST_CHUNK = Buffer.from('0\\r\\n\\r\\n')
+const endsWith = (b, tail) => b.length >= tail.length && b.subarray(b.length - tail.length).equals(tail)
 const idle = []
 function takeUpstream() {
   const up = idle.pop()
@@ -92,8 +94,6 @@ function takeUpstream() {
 const NODE_FLOOR = `
 import { connect, createServer } from 'node:net'
 ${UPSTREAM_POOL}
-const LAST_CHUNK = Buffer.from('0\\r\\n\\r\\n')
-const endsWith = (b, tail) => b.length >= tail.length && b.subarray(b.length - tail.length).equals(tail)
 function forward(client, head, done) {
   const up = takeUpstream()
   let buf = null
@@ -176,15 +176,18 @@ createServer((req, res) => {
   let headers = null
   let bodyAt = 0
   let chunked = false
+  // An event stream: its chunks are passed on as they are, the framing already in them.
+  const passOn = (b) => {
+    res.socket.write(b)
+    if (endsWith(b, LAST_CHUNK)) {
+      up.off('data', onData)
+      idle.push(up)
+      res.socket.end()
+    }
+  }
   const onData = (d) => {
     if (chunked) {
-      // An event stream: its chunks are passed on as they are, the framing already in them.
-      res.socket.write(d)
-      if (d.toString('latin1').endsWith('0\\r\\n\\r\\n')) {
-        up.off('data', onData)
-        idle.push(up)
-        res.socket.end()
-      }
+      passOn(d)
       return
     }
     buf = buf === null ? d : Buffer.concat([buf, d])
@@ -204,7 +207,7 @@ createServer((req, res) => {
       }
       if (length < 0) {
         chunked = true
-        res.socket.write(buf)
+        passOn(buf)
         return
       }
       bodyAt = i + 4
