@@ -11,7 +11,12 @@ import type { ControllerTables, DecisionTable } from './tables.js'
 export type ControllerMode = 'observe' | 'enforce'
 
 /** What happened to a decision's actions. */
-export type DecisionOutcome = 'pending' | 'applied' | 'failed' | 'skipped'
+/**
+ * What became of a decision: `pending` while its actuators run; `applied`, `failed` or `skipped` once known;
+ * `unknown` when its leader stopped between storing it and recording the outcome (it may have reached the
+ * actuators, so the next leader takes its setpoints as the ones in force).
+ */
+export type DecisionOutcome = 'pending' | 'applied' | 'failed' | 'skipped' | 'unknown'
 
 /** The condition types a controller reports (Kubernetes style, as the HPA does). */
 export const CONDITION_TYPES = [
@@ -387,13 +392,13 @@ export function createControllerStore(store: Store) {
       return rows.reverse().map(toDecision)
     },
 
-    /** The newest applied decision of a target at or before `beforeId` (for rollback). */
+    /** The newest decision of a target that is (`applied`) or may be (`unknown`) in force, for rollback. */
     async lastApplied(target: string): Promise<DecisionRecord | null> {
       const r = await db
         .selectFrom('tg_decision')
         .selectAll()
         .where('target', '=', target)
-        .where('outcome', '=', 'applied')
+        .where('outcome', 'in', ['applied', 'unknown'])
         .orderBy('id', 'desc')
         .limit(1)
         .executeTakeFirst()

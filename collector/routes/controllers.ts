@@ -31,7 +31,10 @@ const DecisionSchema = Type.Object({
   setpointsBefore: Type.Unknown(),
   setpointsAfter: Type.Unknown(),
   reason: Type.String(),
-  outcome: Type.String({ description: 'pending, applied, failed or skipped' }),
+  outcome: Type.String({
+    description:
+      'pending, applied, failed, skipped, or unknown (its leader stopped before recording the outcome; its setpoints are assumed in force)',
+  }),
   outcomeDetail: Type.Union([Type.String(), Type.Null()], {
     description: 'the error of a failed action, or why it was skipped',
   }),

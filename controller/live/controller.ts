@@ -349,12 +349,16 @@ export function createLiveController(o: LiveControllerOptions) {
     const stored = rec?.setpoints
     if (valid(stored)) s.setpoints = stored
     const last = rec?.lastDecisionId != null ? await cs.decision(rec.lastDecisionId) : null
-    if (last && (last.outcome === 'applied' || last.outcome === 'pending') && valid(last.setpointsAfter))
+    if (
+      last &&
+      (last.outcome === 'applied' || last.outcome === 'pending' || last.outcome === 'unknown') &&
+      valid(last.setpointsAfter)
+    )
       s.setpoints = last.setpointsAfter
     if (last && last.outcome === 'pending' && last.fencingToken < token)
       await cs.setOutcome(
         last.id,
-        'failed',
+        'unknown',
         `the leader ${last.holder} stopped before recording the outcome (taken over by ${holder} at ${new Date(nowMs).toISOString()}); its setpoints are assumed in force`,
       )
     s.policyState = s.t.policy.init(s.setpoints)

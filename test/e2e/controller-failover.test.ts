@@ -158,7 +158,7 @@ controllers:
       const orphaned = (d: DecisionRecord) =>
         d.holder === 'ctl-a' &&
         (d.outcome === 'pending' ||
-          (d.outcome === 'failed' &&
+          (d.outcome === 'unknown' &&
             /^the leader ctl-a stopped before recording the outcome/.test(d.outcomeDetail ?? '')))
       const unmarked = async () => {
         const byId = new Map((await allDecisions()).map((d) => [d.id, d]))

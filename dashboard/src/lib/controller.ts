@@ -67,7 +67,7 @@ export interface Decision {
   readonly setpointsBefore: Setpoints | null
   readonly setpointsAfter: Setpoints | null
   readonly reason: string
-  /** `pending`, `applied`, `failed` or `skipped`. */
+  /** `pending`, `applied`, `failed`, `skipped` or `unknown` (its leader stopped before recording it). */
   readonly outcome: string
   readonly outcomeDetail: string | null
   readonly effect: unknown

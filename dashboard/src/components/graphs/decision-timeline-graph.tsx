@@ -48,6 +48,7 @@ export const OUTCOME_COLORS: Readonly<Record<string, string>> = {
   failed: '#c0392b',
   skipped: '#5f6878',
   pending: '#9a5a12',
+  unknown: '#6a4a9a',
 }
 
 /** Props of {@link DecisionTimelineGraph}. */
@@ -74,7 +75,7 @@ export function DecisionTimelineGraph({ decisions, latency, threshold, domain }:
   return (
     <ChartFrame
       title="Decision timeline"
-      subtitle="each decision (green applied, grey observe-only or skipped, red failed) over the p99 and the SLO line"
+      subtitle="each decision (green applied, grey observe-only or skipped, red failed, purple unknown) over the p99 and the SLO line"
       status={decisions.status}
       error={decisions.error}
       empty={marks.length === 0 && !hasP99}
