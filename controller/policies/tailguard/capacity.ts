@@ -355,6 +355,25 @@ export interface Prediction {
   readonly running?: number
 }
 
+/**
+ * A number for a reason, `∞` where the load does not fit.
+ * @example formatQuantity(1234.5, 0, 'ms') // '1235 ms'
+ * @example formatQuantity(Infinity, 1, 's') // '∞ s'
+ */
+export function formatQuantity(v: number, digits: number, unit: string): string {
+  return `${Number.isFinite(v) ? v.toFixed(digits) : '∞'} ${unit}`
+}
+
+/**
+ * The LLM extras of a prediction for a reason ('' for a batch fleet's).
+ * @example describeLlmPrediction({ valueMs: 900, perReplicaRps: 4, tpotMs: 40, e2eTailMs: 12_000, running: 16 })
+ * // '; TPOT 40.0 ms, e2e tail 12.0 s, 16.0 running/replica'
+ */
+export function describeLlmPrediction(p: Prediction): string {
+  if (p.tpotMs === undefined) return ''
+  return `; TPOT ${formatQuantity(p.tpotMs, 1, 'ms')}, e2e tail ${formatQuantity((p.e2eTailMs ?? 0) / 1000, 1, 's')}, ${(p.running ?? 0).toFixed(1)} running/replica`
+}
+
 /** Batching setpoints a prediction assumes. */
 export interface BatchingAssumption {
   readonly windowMs: number

@@ -9,8 +9,10 @@ import type { ClassCaps } from './admission.js'
 import { batchingFor, chooseBatching } from './batching.js'
 import {
   capacityRps,
+  describeLlmPrediction,
   fewestReplicas,
   fittedModel,
+  formatQuantity,
   learnCapacity,
   llmStepModel,
   NOTHING_LEARNED,
@@ -325,7 +327,7 @@ function step(
     `(now ${forecast.shortRps.toFixed(1)}, 60 s ${forecast.longRps.toFixed(1)}, trend ${signed(forecast.trendRpsPerMin)} req/s/min` +
     `${forecast.burst > 1 ? `, burst ×${forecast.burst.toFixed(1)}` : ''}${backlogRps > 0 ? `, backlog ${obs.queueDepth}` : ''}), ` +
     `headroom ${(headroom * 100).toFixed(0)}%${budgetWhy}, capacity ${perReplica.toFixed(1)} req/s/replica${learned.basis === 'responses' ? ' (from response times)' : ''} at ${metricName} p${o.percentile * 100} ≤ ${o.sloMs} ms ` +
-    `(predicted ${fmtMs(pv)}${llmWhy(need.prediction)}${need.below ? `; ${need.replicas - 1} would give ${fmtMs(need.below.valueMs)}` : ''}), ` +
+    `(predicted ${fmtMs(pv)}${describeLlmPrediction(need.prediction)}${need.below ? `; ${need.replicas - 1} would give ${fmtMs(need.below.valueMs)}` : ''}), ` +
     `need ${replicas}${n1Why}, have ${have}`
   if (replicas > desired) {
     desired = replicas
@@ -561,13 +563,8 @@ function firstTokenEstimate(l: LearnedCapacity): number {
   return (2 * (m.fixedMs + m.perItemMs) + 2 * (l.prefillMs ?? 0)) * l.ttftCorrection
 }
 
-function llmWhy(p: Prediction): string {
-  if (p.tpotMs === undefined) return ''
-  return `; TPOT ${p.tpotMs.toFixed(1)} ms, e2e tail ${((p.e2eTailMs ?? 0) / 1000).toFixed(1)} s, ${(p.running ?? 0).toFixed(1)} running/replica`
-}
-
 function fmtMs(v: number): string {
-  return Number.isFinite(v) ? `${v.toFixed(0)} ms` : '∞ ms'
+  return formatQuantity(v, 0, 'ms')
 }
 
 function signed(x: number): string {

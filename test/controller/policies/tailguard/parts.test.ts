@@ -5,6 +5,7 @@ import {
   significantSlope,
 } from '../../../../controller/policies/tailguard/forecast.js'
 import {
+  describeLlmPrediction,
   fewestReplicas,
   fittedModel,
   learnCapacity,
@@ -137,6 +138,24 @@ describe('batch service tail', () => {
     }
     expect(withFit.tail).toBeCloseTo(1.26, 2)
     expect(without.tail).toBeCloseTo((1.26 * 17.6) / 12.2, 2)
+  })
+})
+
+describe('a prediction in a reason', () => {
+  it('gives the LLM numbers, and ∞ where the load does not fit (not Infinity or NaN)', () => {
+    expect(
+      describeLlmPrediction({ valueMs: 900, perReplicaRps: 4, tpotMs: 40, e2eTailMs: 12_000, running: 16 }),
+    ).toBe('; TPOT 40.0 ms, e2e tail 12.0 s, 16.0 running/replica')
+    expect(
+      describeLlmPrediction({
+        valueMs: Infinity,
+        perReplicaRps: 4,
+        tpotMs: 47.8,
+        e2eTailMs: Infinity,
+        running: 16,
+      }),
+    ).toBe('; TPOT 47.8 ms, e2e tail ∞ s, 16.0 running/replica')
+    expect(describeLlmPrediction({ valueMs: 20, perReplicaRps: 100 })).toBe('')
   })
 })
 
