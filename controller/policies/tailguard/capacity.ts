@@ -471,7 +471,8 @@ export function predictLlm(
 
 /**
  * Fewest replicas in [1, max] whose prediction meets `ok`, by doubling then bisection (more replicas never
- * predict worse); `max + 1` when none does (the caller caps it). `below` is the prediction at one fewer.
+ * predict worse); `below` is the prediction at one fewer. When none does, `fits` is false, `replicas` is
+ * `max + 1` (the caller caps it) and `prediction` the one at `max`.
  *
  * @example fewestReplicas((r) => predictBatch(m, 1.2, r, 5000, b, 0.99), (p) => p.valueMs <= 50, 64)
  */
@@ -479,7 +480,7 @@ export function fewestReplicas(
   predict: (replicas: number) => Prediction,
   ok: (p: Prediction, replicas: number) => boolean,
   max: number,
-): { replicas: number; prediction: Prediction; below?: Prediction } {
+): { replicas: number; fits: boolean; prediction: Prediction; below?: Prediction } {
   const tried = new Map<number, Prediction>()
   const at = (r: number) => {
     let p = tried.get(r)
@@ -493,8 +494,7 @@ export function fewestReplicas(
   let hi = 1
   while (!ok(at(hi), hi)) {
     lo = hi
-    if (hi >= max)
-      return { replicas: max + 1, prediction: at(max), ...(max > 1 ? { below: at(max - 1) } : {}) }
+    if (hi >= max) return { replicas: max + 1, fits: false, prediction: at(max) }
     hi = Math.min(max, hi * 2)
   }
   while (hi - lo > 1) {
@@ -502,7 +502,7 @@ export function fewestReplicas(
     if (ok(at(mid), mid)) hi = mid
     else lo = mid
   }
-  return { replicas: hi, prediction: at(hi), ...(hi > 1 ? { below: at(hi - 1) } : {}) }
+  return { replicas: hi, fits: true, prediction: at(hi), ...(hi > 1 ? { below: at(hi - 1) } : {}) }
 }
 
 /**

@@ -327,7 +327,9 @@ function step(
     `(now ${forecast.shortRps.toFixed(1)}, 60 s ${forecast.longRps.toFixed(1)}, trend ${signed(forecast.trendRpsPerMin)} req/s/min` +
     `${forecast.burst > 1 ? `, burst ×${forecast.burst.toFixed(1)}` : ''}${backlogRps > 0 ? `, backlog ${obs.queueDepth}` : ''}), ` +
     `headroom ${(headroom * 100).toFixed(0)}%${budgetWhy}, capacity ${perReplica.toFixed(1)} req/s/replica${learned.basis === 'responses' ? ' (from response times)' : ''} at ${metricName} p${o.percentile * 100} ≤ ${o.sloMs} ms ` +
-    `(predicted ${fmtMs(pv)}${describeLlmPrediction(need.prediction)}${need.below ? `; ${need.replicas - 1} would give ${fmtMs(need.below.valueMs)}` : ''}), ` +
+    (need.fits
+      ? `(predicted ${fmtMs(pv)}${describeLlmPrediction(need.prediction)}${need.below ? `; ${need.replicas - 1} would give ${fmtMs(need.below.valueMs)}` : ''}), `
+      : `(even the maximum of ${maxR} would give ${fmtMs(pv)}${describeLlmPrediction(need.prediction)}), `) +
     `need ${replicas}${n1Why}, have ${have}`
   if (replicas > desired) {
     desired = replicas

@@ -80,13 +80,15 @@ describe('capacity model', () => {
     expect(a.below!.valueMs).toBeGreaterThan(50)
     // A replica saturates at 16 / 14.6 ms ≈ 1,096 req/s: 8,000 req/s need at least 8.
     expect(b.replicas).toBeGreaterThanOrEqual(8)
-    expect(
-      fewestReplicas(
-        (r) => p(r, 1e9),
-        (x) => x.valueMs <= 50,
-        8,
-      ).replicas,
-    ).toBe(9)
+    // None fits: one over the maximum, with the prediction at the maximum.
+    const none = fewestReplicas(
+      (r) => p(r, 1e9),
+      (x) => x.valueMs <= 50,
+      8,
+    )
+    expect(none).toMatchObject({ replicas: 9, fits: false, prediction: p(8, 1e9) })
+    expect(none.below).toBeUndefined()
+    expect(a.fits).toBe(true)
   })
   it('trusts the S(B) fit only with enough points and R²', () => {
     const l = {

@@ -91,6 +91,12 @@ describe('tailguard: replicas', () => {
       /forecast 3000\.0 req\/s in 90 s .*capacity [\d.]+ req\/s\/replica at e2e p99 ≤ 100 ms \(predicted \d+ ms; \d+ would give [\d∞]+ ms\), need \d+, have 1/,
     )
   })
+  it('scales to its maximum when no count meets the SLO, and says the maximum does not', () => {
+    const { log, state } = drive({ ...OPTS, maxReplicas: 2 }, 1, learn(3000, 1))
+    const up = log.flatMap((l) => scales(l.actions)).find((a) => a.reason.includes('tailguard up'))!
+    expect(state.desired).toBe(2)
+    expect(up.reason).toMatch(/\(even the maximum of 2 would give (\d+|∞) ms\), need 2, have 1/)
+  })
   it('scales down one step at a time, never below what the look-back window needed', () => {
     const steps = learn(3000, 4)
     for (let t = 11; t <= 400; t++)
