@@ -33,7 +33,7 @@ const DecisionSchema = Type.Object({
   reason: Type.String(),
   outcome: Type.String({
     description:
-      'pending, applied, failed, skipped, or unknown (its leader stopped before recording the outcome; its setpoints are assumed in force)',
+      'pending, applied, failed, skipped, or unknown (its leader stopped before recording the outcome: it may have reached the actuators)',
   }),
   outcomeDetail: Type.Union([Type.String(), Type.Null()], {
     description: 'the error of a failed action, or why it was skipped',
