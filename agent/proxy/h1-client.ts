@@ -314,6 +314,13 @@ class Conn {
     for (;;) {
       const end = buf.indexOf('\r\n\r\n', from, 'latin1')
       if (end < 0) {
+        // A head that cannot end well (a bare LF, say, where a CRLF is due) fails now, not at the timeout; a CR
+        // at the very end may still get its LF.
+        const upTo = buf[buf.length - 1] === 0x0d ? buf.length - 1 : buf.length
+        if (BAD_HEAD.test(buf.toString('latin1', 0, upTo))) {
+          this.#bad(job, 'response head holds NUL or a bare CR or LF')
+          return -1
+        }
         if (buf.length > MAX_HEAD_BYTES) {
           this.#bad(job, `response headers are larger than ${MAX_HEAD_BYTES} bytes`)
           return -1
@@ -447,8 +454,13 @@ class Conn {
     if (method === 'HEAD' || status === 204 || status === 304) this.body = Body.None
     else if (te !== null) {
       // Chunked must be the last coding; without it the body runs to the close (RFC 9112 §6.3). A length beside
-      // a transfer coding is ignored, and the connection is not reused.
-      if (cl >= 0) this.keepAlive = false
+      // a transfer coding is ignored (and not passed on, where the client would frame the body by it), and the
+      // connection is not reused.
+      if (cl >= 0) {
+        this.keepAlive = false
+        for (let i = headers.length - 2; i >= 0; i -= 2)
+          if (headers[i] === 'content-length') headers.splice(i, 2)
+      }
       if (/(?:^|,)\s*chunked\s*$/.test(te)) {
         this.body = Body.Chunked
         this.chunk = Chunk.Size
@@ -693,13 +705,18 @@ export class H1Pool {
     return this.#conns.size
   }
 
-  dispatch(req: UpstreamRequest, handler: UpstreamHandler): void {
+  /**
+   * Sends a request (now, or when a connection is free); the control returned aborts it while it waits too
+   * (the handler's `onRequestStart` gets the same one once it is written).
+   */
+  dispatch(req: UpstreamRequest, handler: UpstreamHandler): UpstreamControl {
     const job = new Job(this, req, handler)
     if (this.closing) {
       job.fail(upstreamError(POOL_CLOSED, 'upstream removed'))
-      return
+      return job
     }
     this.#run(job)
+    return job
   }
 
   #run(job: Job): void {
@@ -736,8 +753,13 @@ export class H1Pool {
       settled = true
       this.#connecting--
       clearTimeout(timer)
-      // The request this connection was opened for fails; the others keep waiting for a connection.
+      // The request this connection was opened for fails. With no connection up, the upstream cannot be reached
+      // now: those that no other attempt under way will take fail too, rather than wait for a connection that
+      // nothing would open. Otherwise they wait for the connections up.
       this.#queue.shift()?.fail(err)
+      let up = false
+      for (const x of this.#conns) if (x.connected) up = true
+      if (!up) for (const j of this.#queue.splice(this.#connecting)) j.fail(err)
     }
     socket.once('error', fail)
     socket.once(this.#tls ? 'secureConnect' : 'connect', () => {

@@ -538,6 +538,29 @@ class ProxyImpl implements Proxy {
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
       this.#clientError(err, socket),
     )
+    // A proxy of model servers tunnels nothing: CONNECT gets a clear refusal rather than a silent close.
+    this.server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+      this.counts.malformed++
+      this.#refuse(
+        socket,
+        405,
+        'Method Not Allowed',
+        'TG_ERR_BAD_REQUEST',
+        'CONNECT is not proxied: send requests',
+      )
+    })
+    this.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+      this.counts.malformed++
+      json(
+        res,
+        417,
+        errorBody(
+          'TG_ERR_BAD_REQUEST',
+          417,
+          `expect: only 100-continue is understood, got ${JSON.stringify(String(req.headers.expect).slice(0, 40))}`,
+        ),
+      )
+    })
   }
 
   get connections(): number {
@@ -571,6 +594,27 @@ class ProxyImpl implements Proxy {
               'TG_ERR_BAD_REQUEST',
               `malformed HTTP request (${err.code ?? 'parse error'})`,
             ]
+    this.#refuse(socket, status, text, code, message)
+  }
+
+  /**
+   * Answers a connection with an error and closes it. A response still going out on it (an event stream, or one
+   * to a request pipelined before the bad one) goes first, whole: no bytes of ours land inside it.
+   */
+  #refuse(socket: Socket, status: number, text: string, code: string, message: string): void {
+    const current = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+    if (current && !current.writableFinished) {
+      current.once('close', () => {
+        if (current.writableFinished && socket.writable)
+          setImmediate(() => this.#refuse(socket, status, text, code, message))
+        else socket.destroy()
+      })
+      return
+    }
+    if (!socket.writable) {
+      socket.destroy()
+      return
+    }
     const body = JSON.stringify(errorBody(code, status, message))
     socket.end(
       `HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
@@ -700,8 +744,12 @@ class ProxyImpl implements Proxy {
     let connectionTokens: string[] | null = null
     for (let i = 0; i < raw.length; i += 2) {
       const k = raw[i]!.toLowerCase()
-      if (k === 'connection' && raw[i + 1]!.includes(','))
-        connectionTokens = raw[i + 1]!.split(',').map((t) => t.trim().toLowerCase())
+      if (k === 'connection') {
+        // Headers it names are hop-by-hop too (RFC 9110 §7.6.1), one token or a list, on one line or several.
+        const v = raw[i + 1]!.toLowerCase()
+        if (v !== 'keep-alive' && v !== 'close')
+          for (const t of v.split(',')) (connectionTokens ??= []).push(t.trim())
+      }
       if (HOP_BY_HOP.has(k)) continue
       headers.push(raw[i]!, raw[i + 1]!)
     }
@@ -713,7 +761,9 @@ class ProxyImpl implements Proxy {
       req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
     ex.tDispatch = this.now()
-    u.pool.dispatch(
+    // The control comes back at once, so a client that leaves while the request waits for a connection
+    // takes it out of the pool's queue (and its admission slot is freed).
+    const control = u.pool.dispatch(
       {
         path: u.basePath + (req.url ?? '/'),
         method: req.method ?? 'GET',
@@ -722,6 +772,7 @@ class ProxyImpl implements Proxy {
       },
       ex,
     )
+    if (!ex.done) ex.controller ??= control
   }
 
   /** Folds a finished exchange into the recorder. */

@@ -182,4 +182,78 @@ describe('proxy: bad input', () => {
     expect(p.proxy.counts.upstreamMidStream).toBe(1)
     expect(p.recorder.drain().series[0]!.errorClasses).toEqual({ upstream_closed: 1 })
   })
+
+  it('refuses CONNECT and an unknown expectation with a JSON answer, not a silent close', async () => {
+    const up = await okUpstream()
+    const p = await proxyTo([up.url])
+    closers.push(() => p.proxy.close())
+    const c = await raw(p.port, ['CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n'])
+    expect(status(c.text)).toBe(405)
+    expect(c.text).toContain('CONNECT is not proxied')
+    const e = await raw(p.port, ['GET / HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n'], 2000)
+    expect(status(e.text)).toBe(417)
+    expect(e.text).toContain('"code":"TG_ERR_BAD_REQUEST"')
+    expect(p.proxy.counts.malformed).toBe(2)
+  })
+
+  it('does not forward a header the Connection header names, one token or several lines', async () => {
+    const seen: Array<string | undefined> = []
+    const up = await upstream((req, res) => {
+      seen.push(
+        (req.headers['x-internal-auth'] as string | undefined) ?? (req.headers['x-b'] as string | undefined),
+      )
+      res.end('ok')
+    })
+    closers.push(up.close)
+    const p = await proxyTo([up.url])
+    closers.push(() => p.proxy.close())
+    await raw(
+      p.port,
+      ['GET / HTTP/1.1\r\nHost: x\r\nConnection: x-internal-auth\r\nX-Internal-Auth: secret\r\n\r\n'],
+      1000,
+    )
+    await raw(
+      p.port,
+      ['GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nConnection: x-b\r\nX-B: 1\r\n\r\n'],
+      1000,
+    )
+    expect(seen).toEqual([undefined, undefined])
+  })
+
+  it('answers garbage sent during an event stream after the stream, never inside it', async () => {
+    const url = await tcpUpstream((s) => {
+      s.once('data', () => {
+        s.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n')
+        s.write('9\r\ndata: 1\n\n\r\n')
+        setTimeout(() => s.write('9\r\ndata: 2\n\n\r\n0\r\n\r\n'), 300)
+      })
+      s.on('error', () => {})
+    })
+    const p = await proxyTo([url])
+    closers.push(() => p.proxy.close())
+    const r = await raw(p.port, ['GET / HTTP/1.1\r\nHost: x\r\n\r\n', 100, 'BAD\x01REQUEST\r\n\r\n'], 5000)
+    const end = r.text.indexOf('0\r\n\r\n')
+    expect(r.text).toContain('data: 2')
+    expect(end).toBeGreaterThan(0)
+    expect(r.text.indexOf('HTTP/1.1 400')).toBeGreaterThan(end)
+    expect(r.closed).toBe(true)
+  })
+
+  it('a client that leaves while its request waits for an upstream connection frees its admission slot', async () => {
+    const up = await upstream((req, res) => {
+      req.resume()
+      setTimeout(() => res.end('ok'), 400)
+    })
+    closers.push(up.close)
+    const p = await proxyTo([up.url], { connectionsPerUpstream: 1 })
+    closers.push(() => p.proxy.close())
+    const first = fetch(`${p.url}/a`)
+    await expect.poll(() => p.proxy.admission.inFlight).toBe(1)
+    // The second waits in the pool's queue for the one connection; its client gives up after 50 ms.
+    await raw(p.port, ['GET /b HTTP/1.1\r\nHost: x\r\n\r\n'], 50)
+    await expect.poll(() => p.proxy.admission.inFlight, { timeout: 300, interval: 10 }).toBe(1)
+    expect(await (await first).text()).toBe('ok')
+    await expect.poll(() => p.proxy.admission.inFlight).toBe(0)
+    expect(await (await fetch(`${p.url}/c`)).text()).toBe('ok')
+  })
 })
