@@ -69,7 +69,11 @@ export async function buildProgram(io: CliIO, only?: string): Promise<Command> {
  *
  * @example process.exitCode = await run(process.argv)
  */
-export async function run(argv: readonly string[], io: CliIO = processIO): Promise<number> {
+export async function run(
+  argv: readonly string[],
+  io: CliIO = processIO,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const program = (await buildProgram(io, commandNamed(argv))).exitOverride()
   try {
     await program.parseAsync(argv as string[])
@@ -80,9 +84,41 @@ export async function run(argv: readonly string[], io: CliIO = processIO): Promi
       io.err(`tailguard: ${err.message}`)
       return err.exitCode
     }
+    const known = describeFailure(err, env.TAILGUARD_DEBUG)
+    if (known) {
+      io.err(`tailguard: ${known.line}`)
+      return known.exitCode
+    }
     io.err(`tailguard: ${(err as Error).stack ?? String(err)}`)
     return 1
   }
+}
+
+/**
+ * A failure of the machine or of what the user gave (a file that cannot be made, a host that does not resolve,
+ * a store that cannot be opened, a certificate that is not PEM) as one line with no stack trace: the message
+ * says what failed. Exit code 2 for a store that cannot be opened (the `--db` given is wrong), else 1. Null for
+ * anything else (a bug: its stack is printed), and for everything when `TAILGUARD_DEBUG` is set.
+ *
+ * @example describeFailure(Object.assign(new Error("EEXIST: file already exists, mkdir 'x'"), { code: 'EEXIST', syscall: 'mkdir' }))
+ * // { line: "EEXIST: file already exists, mkdir 'x'", exitCode: 1 }
+ */
+export function describeFailure(err: unknown, debug?: string): { line: string; exitCode: number } | null {
+  if (debug || !(err instanceof Error)) return null
+  const e = err as Error & { code?: unknown; syscall?: unknown; library?: unknown }
+  const code = typeof e.code === 'string' ? e.code : ''
+  const line = e.message.split('\n')[0]!
+  if (code === 'TG_ERR_STORE_UNAVAILABLE') return { line: `${code}: ${line}`, exitCode: 2 }
+  // Node's system errors (a syscall failed: ENOENT, EEXIST, ENOTDIR, EACCES, ENOTFOUND, EADDRINUSE, …),
+  // its argument errors (ERR_INVALID_PROTOCOL, …) and OpenSSL's (a key or certificate that does not parse).
+  if (
+    typeof e.syscall === 'string' ||
+    /^E[A-Z]+$/.test(code) ||
+    /^ERR_(INVALID|OSSL)_/.test(code) ||
+    typeof e.library === 'string'
+  )
+    return { line: `${line} (TAILGUARD_DEBUG=1 prints where)`, exitCode: 1 }
+  return null
 }
 
 /**

@@ -1,4 +1,5 @@
-import { CliError, intArg, makeLogger, portArg, untilSignal } from '../../collector/index.js'
+import { Option } from 'commander'
+import { CliError, intArg, listening, makeLogger, portArg, untilSignal } from '../../collector/index.js'
 import type { RegisterCommand } from '../../collector/index.js'
 import { buildModelServer, MODEL_SERVER_DEFAULTS } from '../model-server/server.js'
 
@@ -42,7 +43,11 @@ export const registerServeModel: RegisterCommand = (program, io) => {
       d.batching.maxBatch,
     )
     .option('--max-running <n>', 'sequences generating at once', intArg('--max-running', 1), d.maxRunning)
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace', 'info')
+    .addOption(
+      new Option('--log-level <level>', 'log level')
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .default('info'),
+    )
     .addHelpText(
       'after',
       '\nWhen TAILGUARD_MODEL_ADMIN_TOKEN is set, /v1/batching needs it as a bearer token.\nExample: tailguard serve-model --port 8000 --window-ms 5 --max-batch 16',
@@ -70,7 +75,9 @@ export const registerServeModel: RegisterCommand = (program, io) => {
         },
         { logger: log },
       )
-      const url = await server.app.listen({ host: flags.host, port: flags.port })
+      const url = await listening({ host: flags.host, port: flags.port, flag: '--port' }, () =>
+        server.app.listen({ host: flags.host, port: flags.port }),
+      )
       io.out(
         `tailguard serve-model: ${flags.modelName} (${flags.layers}×${flags.hidden} MLP, batches ≤ ${flags.maxBatch} within ${windowMs} ms) on ${url}`,
       )

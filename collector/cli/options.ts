@@ -219,6 +219,12 @@ export function explainListenError(err: unknown, claim: PortClaim): unknown {
         `cannot listen on ${claim.host}:${port}: no such local address; change the host for ${claim.flag}`,
         1,
       )
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new CliError(
+        `cannot listen on ${claim.host}:${port}: the host does not resolve; change the host for ${claim.flag}`,
+        1,
+      )
     default:
       return err
   }

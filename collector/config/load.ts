@@ -199,13 +199,16 @@ function schemaProblems(
       message:
         (unionMessage(e.schema) ?? e.message) +
         // Never echo a secret into an error message (a too-short token would be printed in full).
-        (e.value !== undefined && typeof e.value !== 'object' && !/^(token|secret)$/.test(path.at(-1) ?? '')
+        (e.value !== undefined && typeof e.value !== 'object' && !SECRET_FIELD.test(path.at(-1) ?? '')
           ? ` (got ${JSON.stringify(e.value)})`
           : ''),
     })
   }
   return out
 }
+
+/** Fields whose values are never printed back: tokens, secrets, passwords, keys (`adminToken`, `apiKey`). */
+const SECRET_FIELD = /token|secret|password|passphrase|key$/i
 
 /** "; did you mean …" for a misspelt constant, or nothing. */
 function nearest(value: unknown, known: readonly string[]): string {
@@ -254,18 +257,27 @@ function unionMessage(schema: TSchema): string | undefined {
     if (s.type === 'integer') return `an integer${range}`
     if (s.type === 'number') return `a number${range}`
     if (s.type === 'null') return 'null'
-    if (s.type === 'string')
-      return s.pattern !== undefined
-        ? `a string matching ${s.pattern}`
-        : s.minLength !== undefined
-          ? `a string of at least ${s.minLength} characters`
-          : 'a string'
+    if (s.type === 'string') {
+      const length = s.minLength !== undefined ? ` of at least ${s.minLength} characters` : ''
+      const pattern =
+        s.pattern === undefined ? '' : s.pattern === '^\\S+$' ? ' with no spaces' : ` matching ${s.pattern}`
+      return `a string${length}${pattern}`
+    }
     if (s.type === 'object') return 'an object'
     if (s.type === 'array') return 'a list'
     return s.type ?? 'another value'
   }
   const all = [...new Set(members.map(describe))]
   return `expected ${all.length === 1 ? all[0] : `${all.slice(0, -1).join(', ')} or ${all.at(-1)}`}`
+}
+
+/** The config fields environment variables set (beside the token lists), for naming them in errors. */
+const ENV_FIELDS: Readonly<Record<string, keyof ConfigEnv>> = {
+  'collector.db': 'TAILGUARD_DB',
+  'agent.token': 'TAILGUARD_AGENT_TOKEN',
+  'agent.otlp.token': 'TAILGUARD_OTLP_TOKEN',
+  'agent.adminToken': 'TAILGUARD_AGENT_ADMIN_TOKEN',
+  'start.demoLoad': 'TAILGUARD_DEMO_LOAD',
 }
 
 /** Environment variables tailguard reads. Tokens from env are never printed back. */
@@ -385,6 +397,7 @@ export function resolveConfig(input: {
   if (!merged.agent.node) merged.agent.node = hostname()
   if (!merged.agent.id) merged.agent.id = merged.agent.node
   const file = input.fileName ?? '(flags and environment)'
+  const env_ = env as Record<string, string | undefined>
   const problems = [
     ...schemaProblems(CollectorSection, merged.collector, file, () => null).map((p) => ({
       ...p,
@@ -414,10 +427,22 @@ export function resolveConfig(input: {
   // A token that came from the environment is named by its variable, not by its index in the merged list.
   const tokenSource = (list: 'apiTokens' | 'agentTokens', i: number) =>
     /^env:(\w+)$/.exec(merged.collector[list][i]?.name ?? '')?.[1]
+  // A value set by a flag is the flag's problem, one from the environment its variable's, not the file's.
+  const fromFlags = (field: string) => {
+    let o: unknown = flags
+    for (const k of field.split('.'))
+      o = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined
+    return o !== undefined
+  }
   const named = problems.map((p) => {
     const m = /^collector\.(apiTokens|agentTokens)\.(\d+)\.token$/.exec(p.field)
     const env = m ? tokenSource(m[1] as 'apiTokens' | 'agentTokens', Number(m[2])) : undefined
-    return env ? { ...p, file: '(environment)', field: env } : p
+    if (env) return { ...p, file: '(environment)', field: env }
+    if (fromFlags(p.field)) return { ...p, file: '(flags)', line: null }
+    const variable = ENV_FIELDS[p.field]
+    if (variable !== undefined && env_[variable])
+      return { ...p, file: '(environment)', field: variable, line: null }
+    return p
   })
   if (named.length > 0) throw new ConfigInvalid(named.map(formatProblem).join('\n'))
   return deepFreeze(merged)

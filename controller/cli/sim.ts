@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Option } from 'commander'
-import { AZURE_TRACE_ATTRIBUTION, shippedTracePath } from '../sim/trace.js'
+import { AZURE_TRACE_ATTRIBUTION, MAX_TRACE_SPAN_MS, shippedTracePath } from '../sim/trace.js'
 import { scanTraceFile } from '../sim/trace-file.js'
 import { findReplicas, POLICIES, TAILGUARD_PARTS } from '../sim/scenario.js'
 import type { PolicyName, ReplicaTarget } from '../sim/scenario.js'
@@ -280,7 +280,7 @@ function runSim(f: SimFlags, io: CliIO): void {
   if (f.trace !== undefined) workloads.push(loadTrace(f.trace, timeScale))
   if (f.pattern !== undefined) {
     const rps = num('--rps', f.rps, { gt: 0 })
-    const durationMs = num('--duration', f.duration, { gt: 0 }) * 1000
+    const durationMs = num('--duration', f.duration, { gt: 0, max: MAX_TRACE_SPAN_MS / 1000 }) * 1000
     const maxRequests =
       f.requests !== undefined ? num('--requests', f.requests, { min: 1, integer: true }) : undefined
     for (const p of f.pattern.split(',').map((s) => s.trim())) {

@@ -1,5 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs'
-import { parseTraceRow, traceColumns } from './trace.js'
+import { parseTraceRow, spanProblem, traceColumns } from './trace.js'
 import type { TraceColumns, TraceError, TraceRow } from './trace.js'
 
 /**
@@ -155,6 +155,8 @@ export class TraceFileReader {
   private readonly heap = new RowHeap()
   private readonly row: TraceRow = { timeMs: 0, inputTokens: 0, outputTokens: 0 }
   private lastOut = -Infinity
+  private firstOut = NaN
+  private firstLine = 0
   private closed = false
 
   constructor(path: string) {
@@ -193,6 +195,15 @@ export class TraceFileReader {
         line,
         message: `out of time order by more than the ${TRACE_REORDER_ROWS.toLocaleString('en-US')}-row reorder window: sort the file by TIMESTAMP`,
       })
+    }
+    if (Number.isNaN(this.firstOut)) {
+      this.firstOut = out.timeMs
+      this.firstLine = line
+    }
+    const tooLong = spanProblem(out.timeMs - this.firstOut, this.firstOut, this.firstLine)
+    if (tooLong !== undefined) {
+      this.close()
+      throw new TraceFileError({ line, message: tooLong })
     }
     this.lastOut = out.timeMs
     return true

@@ -41,6 +41,7 @@ export function parseAzureTrace(text: string): { ok: true; trace: Trace } | { ok
   const times: number[] = []
   const ins: number[] = []
   const outs: number[] = []
+  const lineOf: number[] = []
   const row: TraceRow = { timeMs: 0, inputTokens: 0, outputTokens: 0 }
   for (let i = 1; i < lines.length; i++) {
     const raw = lines[i]!.replace(/\r$/, '')
@@ -50,6 +51,7 @@ export function parseAzureTrace(text: string): { ok: true; trace: Trace } | { ok
     times.push(row.timeMs)
     ins.push(row.inputTokens)
     outs.push(row.outputTokens)
+    lineOf.push(i + 1)
   }
   if (times.length === 0) return { ok: false, error: { line: 2, message: 'the trace holds no requests' } }
   const order = times.map((_, i) => i)
@@ -58,6 +60,9 @@ export function parseAzureTrace(text: string): { ok: true; trace: Trace } | { ok
   if (!sorted) order.sort((a, b) => times[a]! - times[b]! || a - b)
   const start = times[order[0]!]!
   const n = times.length
+  const lastRow = order[n - 1]!
+  const tooLong = spanProblem(times[lastRow]! - start, start, lineOf[order[0]!]!)
+  if (tooLong !== undefined) return { ok: false, error: { line: lineOf[lastRow]!, message: tooLong } }
   const arrivalMs = new Float64Array(n)
   const inputTokens = new Int32Array(n)
   const outputTokens = new Int32Array(n)
@@ -130,6 +135,18 @@ export function parseTraceRow(raw: string, cols: TraceColumns, row: TraceRow): s
   return undefined
 }
 
+/**
+ * The longest a simulated run may span (90 days): a trace row whose year is mistyped would otherwise have the
+ * simulator step through decades.
+ */
+export const MAX_TRACE_SPAN_MS = 90 * 86_400_000
+
+/** What is wrong with a row `spanMs` after the first one of a trace, or undefined. */
+export function spanProblem(spanMs: number, firstMs: number, firstLine: number): string | undefined {
+  if (spanMs <= MAX_TRACE_SPAN_MS) return undefined
+  return `TIMESTAMP: ${(spanMs / 86_400_000).toFixed(0)} days after the first row (${new Date(firstMs).toISOString()}, line ${firstLine}); a trace may span at most ${MAX_TRACE_SPAN_MS / 86_400_000} days: is a year or month mistyped?`
+}
+
 const SECONDS_RE = /^\d{2}(?:\.\d+)?Z?$/
 let cachedPrefix = ''
 let cachedBaseMs = 0
@@ -138,12 +155,19 @@ function parseTimestamp(s: string): number | undefined {
   // Fast path for rows in the same minute as the last one: only the seconds change.
   if (cachedPrefix !== '' && s.startsWith(cachedPrefix) && s.charCodeAt(16) === 58) {
     const rest = s.slice(17)
-    if (SECONDS_RE.test(rest)) return cachedBaseMs + Number(rest.replace(/Z$/, '')) * 1000
+    if (SECONDS_RE.test(rest)) {
+      const sec = Number(rest.replace(/Z$/, ''))
+      if (sec < 60) return cachedBaseMs + sec * 1000
+    }
   }
   const m = TIME_RE.exec(s)
   if (!m) return undefined
   const frac = m[7] ? Number('0.' + m[7]) * 1000 : 0
-  const base = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, 0)
+  const [month, day, hour, minute, second] = [+m[2]!, +m[3]!, +m[4]!, +m[5]!, +m[6]!]
+  // Date.UTC rolls an impossible date over (month 13, 31 April, 25:00): such a row is refused instead.
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
+  const base = Date.UTC(+m[1]!, month - 1, day, hour, minute, 0)
+  if (new Date(base).getUTCDate() !== day) return undefined
   const ms = base + +m[6]! * 1000 + frac
   if (!Number.isFinite(ms)) return undefined
   cachedPrefix = s.slice(0, 16)

@@ -81,7 +81,7 @@ export interface SimFlags {
 export function num(
   flag: string,
   raw: string | undefined,
-  o: { min?: number; integer?: boolean; gt?: number } = {},
+  o: { min?: number; integer?: boolean; gt?: number; max?: number } = {},
 ): number {
   const v = Number(raw)
   const bad =
@@ -90,9 +90,10 @@ export function num(
     !Number.isFinite(v) ||
     (o.integer === true && !Number.isInteger(v)) ||
     (o.min !== undefined && v < o.min) ||
-    (o.gt !== undefined && v <= o.gt)
+    (o.gt !== undefined && v <= o.gt) ||
+    (o.max !== undefined && v > o.max)
   if (bad) {
-    const what = `${o.integer ? 'an integer' : 'a number'}${o.min !== undefined ? ` ≥ ${o.min}` : ''}${o.gt !== undefined ? ` > ${o.gt}` : ''}`
+    const what = `${o.integer ? 'an integer' : 'a number'}${o.min !== undefined ? ` ≥ ${o.min}` : ''}${o.gt !== undefined ? ` > ${o.gt}` : ''}${o.max !== undefined ? ` ≤ ${o.max.toLocaleString('en-US')}` : ''}`
     throw new CliError(`${flag}: expected ${what}, got "${raw ?? ''}"`)
   }
   return v

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { existsSync, symlinkSync } from 'node:fs'
+import { existsSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ESLint } from 'eslint'
 import { describe, expect, it } from 'vitest'
@@ -175,6 +175,48 @@ describe('the tailguard binary', () => {
     expect(short.stderr).not.toContain('collector.agentTokens')
     expect(short.stderr).not.toContain('tiny-secret')
   })
+})
+
+describe('what the machine refuses, as one line without a stack trace', () => {
+  it('a store, a data dir, a host or a URL that cannot be used; an unbounded duration; a bad log level', async () => {
+    const dir = tempDir()
+    const file = join(dir, 'a-file')
+    writeFileSync(file, '')
+    const cases: Array<[readonly string[], number, RegExp]> = [
+      [
+        ['migrate', '--db', join(dir, 'no-dir', 'x.db')],
+        2,
+        /^tailguard: TG_ERR_STORE_UNAVAILABLE: cannot open store .*directory does not exist$/,
+      ],
+      [
+        ['dead-letter', 'list', '--dir', file],
+        1,
+        /^tailguard: ENOTDIR: not a directory, scandir .* \(TAILGUARD_DEBUG=1 prints where\)$/,
+      ],
+      [['decisions', '--collector', 'ftp://x'], 1, /^tailguard: Protocol "ftp:" not supported/],
+      [
+        ['serve-model', '--host', 'no-such-host.invalid', '--port', '0'],
+        1,
+        /^tailguard: cannot listen on no-such-host\.invalid:0: the host does not resolve; change the host for --port$/,
+      ],
+      [
+        ['sim', '--pattern', 'poisson', '--rps', '50', '--duration', '1e12', '--no-progress'],
+        2,
+        /^tailguard: --duration: expected a number > 0 ≤ 7,776,000, got "1e12"$/,
+      ],
+      [
+        ['serve-model', '--log-level', 'verbose'],
+        1,
+        /option '--log-level <level>' argument 'verbose' is invalid/,
+      ],
+    ]
+    for (const [args, code, line] of cases) {
+      const r = await tailguard(args)
+      expect(r.code, args.join(' ')).toBe(code)
+      expect(r.stderr.trim().split('\n')[0], args.join(' ')).toMatch(line)
+      expect(r.stderr, args.join(' ')).not.toMatch(/^\s+at /m)
+    }
+  }, 120_000)
 })
 
 describe('a closed stdout pipe (tailguard … | head)', () => {

@@ -146,4 +146,30 @@ describe('config', () => {
       /agent\.intervalMs: Expected integer to be greater or equal to 100/,
     )
   })
+
+  it('names where a bad value came from (file, flags or variable) and never prints a token back', () => {
+    const message = (f: () => unknown) => {
+      try {
+        f()
+        return ''
+      } catch (err) {
+        return (err as Error).message
+      }
+    }
+    const inFile = problemsOf('version: 1\nagent:\n  adminToken: "my secret token"\n', 'at.yaml')
+    expect(inFile).toMatch(
+      /^at\.yaml:3: agent\.adminToken: expected a string of at least 16 characters with no spaces/,
+    )
+    expect(inFile).not.toContain('my secret')
+    const fromEnv = message(() => resolveConfig({ env: { TAILGUARD_AGENT_ADMIN_TOKEN: 'short' } }))
+    expect(fromEnv).toMatch(/^\(environment\): TAILGUARD_AGENT_ADMIN_TOKEN: expected a string of at least 16/)
+    expect(fromEnv).not.toContain('short"')
+    expect(message(() => resolveConfig({ env: { TAILGUARD_OTLP_TOKEN: 'x y' } }))).toMatch(
+      /^\(environment\): TAILGUARD_OTLP_TOKEN: /,
+    )
+    const fromFlag = message(() =>
+      resolveConfig({ fileName: 'ctl.yaml', flags: { controller: { collector: 'notaurl' } } }),
+    )
+    expect(fromFlag).toMatch(/^\(flags\): controller\.collector: /)
+  })
 })

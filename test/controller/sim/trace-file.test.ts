@@ -90,6 +90,34 @@ describe('streamed trace files', () => {
     })
   })
 
+  it('refuses impossible dates and a row past the longest span, naming its line, in both parsers', () => {
+    const first = '2023-11-16 18:15:46.68,374,44'
+    const cases: Array<[string, string]> = [
+      ['2023-13-45 99:99:99,10,10', 'TIMESTAMP: not a time'],
+      ['2023-04-31 10:00:00,10,10', 'TIMESTAMP: not a time'],
+      ['2023-11-16 24:00:00,10,10', 'TIMESTAMP: not a time'],
+      // The same minute as the row before (the parser's fast path), with 60 seconds.
+      ['2023-11-16 18:15:60.5,10,10', 'TIMESTAMP: not a time'],
+      [
+        '2099-11-16 18:15:50.0,10,10',
+        'TIMESTAMP: 27759 days after the first row (2023-11-16T18:15:46.680Z, line 2)',
+      ],
+    ]
+    cases.forEach(([row, message], i) => {
+      const text = `${HEADER}\n${first}\n${row}\n2023-11-16 18:15:52.0,100,10\n`
+      const scanned = scanTraceFile(file(`impossible${i}.csv`, text))
+      const parsed = parseAzureTrace(text)
+      for (const r of [scanned, parsed]) {
+        expect(r.ok, row).toBe(false)
+        if (r.ok) continue
+        expect(r.error.line).toBe(3)
+        expect(r.error.message).toContain(message)
+      }
+    })
+    // 90 days is the limit, and a trace within it is read.
+    expect(parseAzureTrace(`${HEADER}\n${first}\n2024-02-14 18:15:46.68,1,1\n`).ok).toBe(true)
+  })
+
   it('reads a file whose last line has no newline and lines that straddle read chunks', () => {
     // ~1.5 MiB: crosses the 1 MiB read buffer.
     const rows = Array.from({ length: 40_000 }, (_, i) => `${stamp(i * 10)},${i % 1000},${i % 7}`)
