@@ -214,6 +214,10 @@ export const registerStart: RegisterCommand = (program, io) => {
       const filled = base.controllers.some((t) =>
         t.actuators.some((a) => a.type === 'process' && a.agentUrl !== undefined),
       )
+      if (base.agent.proxy.port === null && (flags.upstream?.length ?? 0) > 0)
+        throw new CliError(
+          '--upstream needs --proxy-port, the port the proxy listens on (or agent.proxy.port in the config file)',
+        )
       if (base.agent.proxy.port !== null && base.agent.proxy.upstreams.length === 0 && !filled)
         throw new CliError(
           '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file, or a controller whose process actuator fills it: agentUrl)',

@@ -118,6 +118,10 @@ export const registerAgent: RegisterCommand = (program, io) => {
         throw new CliError(
           '--proxy-port needs at least one --upstream URL (or agent.proxy.upstreams in the config file)',
         )
+      if (cfg.agent.proxy.port === null && cfg.agent.proxy.upstreams.length > 0)
+        throw new CliError(
+          `${flags.upstream?.length ? '--upstream' : 'agent.proxy.upstreams'} needs --proxy-port, the port the proxy listens on (or agent.proxy.port in the config file)`,
+        )
       const targets = flags.scrape.map((text) => {
         const t = parseScrapeArg(text)
         if (typeof t === 'string') throw new CliError(`--scrape: ${t}`)

@@ -13,7 +13,8 @@ import { CliError } from './command.js'
 /** Parses a flag value as an integer port, naming the flag in the error. */
 export function portArg(flag: string) {
   return (value: string): number => {
-    const n = Number(value)
+    // Digits only: Number() would take '' as 0 (a random port), '0x1F90' as 8080 and '1e3' as 1000.
+    const n = /^\d{1,5}$/.test(value) ? Number(value) : NaN
     if (!Number.isInteger(n) || n < 0 || n > 65535)
       throw new CliError(`${flag}: expected a port number 0-65535, got '${value}'`)
     return n
@@ -23,7 +24,7 @@ export function portArg(flag: string) {
 /** Parses a flag value as a positive integer, naming the flag in the error. */
 export function intArg(flag: string, min = 1) {
   return (value: string): number => {
-    const n = Number(value)
+    const n = /^\d+$/.test(value.trim()) ? Number(value) : NaN
     if (!Number.isInteger(n) || n < min)
       throw new CliError(`${flag}: expected an integer ≥ ${min}, got '${value}'`)
     return n

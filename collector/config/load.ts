@@ -159,6 +159,7 @@ function schemaProblems(
 ): ConfigProblem[] {
   const out: ConfigProblem[] = []
   const seen = new Set<string>()
+  const misspelt = new Set<string>()
   for (const e of Value.Errors(schema, data)) {
     const path = [...prefix, ...e.path.split('/').filter(Boolean)]
     // A union told apart by `type` (the actuators): the problems of the member that `type` names.
@@ -192,6 +193,21 @@ function schemaProblems(
     const key = `${field}\u0000${e.message}`
     if (seen.has(key)) continue
     seen.add(key)
+    const properties = (e.schema as { properties?: Record<string, unknown> }).properties
+    if (e.message === 'Unexpected property' && properties !== undefined) {
+      // A misspelt key: name the one meant. When that one is required, its own "missing" and type errors
+      // are the same mistake and are left out below.
+      const name = path.at(-1) ?? ''
+      const meant = closestNames(name, Object.keys(properties), 1)[0]
+      out.push({
+        file,
+        line: lineOf(path),
+        field,
+        message: `unknown field${meant !== undefined ? `; did you mean ${JSON.stringify(meant)}?` : ` (known: ${Object.keys(properties).join(', ')})`}`,
+      })
+      if (meant !== undefined) misspelt.add([...path.slice(0, -1), meant].join('.'))
+      continue
+    }
     out.push({
       file,
       line: lineOf(path),
@@ -204,7 +220,13 @@ function schemaProblems(
           : ''),
     })
   }
-  return out
+  // A missing field is one problem, not also a type error of its absent value.
+  const missing = new Set(out.filter((p) => p.message === 'Expected required property').map((p) => p.field))
+  return out.filter(
+    (p) =>
+      (!misspelt.has(p.field) || p.message.startsWith('unknown field')) &&
+      (!missing.has(p.field) || p.message === 'Expected required property'),
+  )
 }
 
 /** Fields whose values are never printed back: tokens, secrets, passwords, keys (`adminToken`, `apiKey`). */

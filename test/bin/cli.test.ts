@@ -209,6 +209,17 @@ describe('what the machine refuses, as one line without a stack trace', () => {
         1,
         /option '--log-level <level>' argument 'verbose' is invalid/,
       ],
+      [['collector', '--port', ''], 2, /^tailguard: --port: expected a port number 0-65535, got ''$/],
+      [
+        ['collector', '--port', '0x1F90'],
+        2,
+        /^tailguard: --port: expected a port number 0-65535, got '0x1F90'$/,
+      ],
+      [
+        ['agent', '--upstream', 'http://127.0.0.1:9', '--otlp-port', '0', '--no-nvml'],
+        2,
+        /^tailguard: --upstream needs --proxy-port/,
+      ],
     ]
     for (const [args, code, line] of cases) {
       const r = await tailguard(args)

@@ -69,7 +69,7 @@ describe('config', () => {
     expect(message).toMatch(
       /bad\.yaml:6: collector\.webhooks\.0\.url: Expected string to match '\^https\?:\/\/' \(got "ftp:\/\/nope"\)/,
     )
-    expect(message).toContain('bad.yaml:7: collector.retention.5s: Unexpected property')
+    expect(message).toContain('bad.yaml:7: collector.retention.5s: unknown field')
     expect(message).toMatch(/bad\.yaml:10: agent\.mapping\.spanNamePhases\.infer: .*\(got "warp"\)/)
     expect(message).toMatch(/bad\.yaml:12: start\.demoSpeed: .*\(got -1\)/)
   })
@@ -121,7 +121,9 @@ describe('config', () => {
     expect(fields).toContain(
       'a.yaml:12: controllers.0.actuators.0.basePort: Expected integer to be greater or equal to 1 (got 0)',
     )
-    expect(fields).toContain('a.yaml:13: controllers.0.actuators.0.bogus: Unexpected property')
+    expect(fields).toContain(
+      'a.yaml:13: controllers.0.actuators.0.bogus: unknown field (known: type, command,',
+    )
     const env = (vars: string) =>
       target([
         '      - type: process',
@@ -145,6 +147,29 @@ describe('config', () => {
     expect(() => resolveConfig({ flags: { agent: { intervalMs: 5 } } })).toThrow(
       /agent\.intervalMs: Expected integer to be greater or equal to 100/,
     )
+  })
+
+  it('names the field a misspelt key meant, once, without the missing field it stands for', () => {
+    const text = [
+      'version: 1',
+      'colector:',
+      '  port: 7070',
+      'controllers:',
+      '  - name: chat',
+      '    service: chat',
+      '    slos: []',
+      '    objective: { thresholdMs: 100 }',
+      '    policy: aimd',
+      '    knobs: [batching]',
+      '    bounds: { minReplica: 1, maxReplicas: 4 }',
+      '    initial: { replicas: 1, windowMs: 5, maxBatch: 32, admission: [{ maxQueue: 8, maxConcurrency: 4 }] }',
+      '    actuators: [{ type: webhook, url: "http://127.0.0.1:9", secret: "0123456789abcdef0123" }]',
+      '',
+    ].join('\n')
+    expect(problemsOf(text, 'k.yaml').split('\n')).toEqual([
+      'k.yaml:2: colector: unknown field; did you mean "collector"?',
+      'k.yaml:11: controllers.0.bounds.minReplica: unknown field; did you mean "minReplicas"?',
+    ])
   })
 
   it('names where a bad value came from (file, flags or variable) and never prints a token back', () => {
