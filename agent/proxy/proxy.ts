@@ -726,7 +726,9 @@ class ProxyImpl implements Proxy {
       json(
         ex.res,
         503,
-        errorBody('TG_ERR_NO_UPSTREAM', 503, 'no active upstream (all removed or draining)'),
+        errorBody('TG_ERR_NO_UPSTREAM', 503, 'no active upstream (all removed or draining)', {
+          requestId: ex.rid,
+        }),
         {
           'retry-after': '1',
           [REQUEST_ID_HEADER]: ex.rid,

@@ -241,6 +241,10 @@ export function buildConfig(w: Workload, f: SimFlags): { config: SimConfig; llm:
   }
   if ((config.slo.objective ?? 0.99) >= 1)
     throw new CliError(`--objective: expected a share below 1, got "${f.objective}"`)
+  if ((config.warmPoolMin ?? 0) > (config.maxReplicas ?? Infinity))
+    throw new CliError(
+      `--min-replicas: ${config.warmPoolMin} is more than --max-replicas ${config.maxReplicas}; raise --max-replicas or lower --min-replicas`,
+    )
   const replicas =
     f.replicas !== undefined
       ? num('--replicas', f.replicas, { min: 1, integer: true })
@@ -274,7 +278,7 @@ export function policyRuns(
       minReplicas: Math.max(1, config.warmPoolMin ?? 1),
       maxReplicas: config.maxReplicas ?? 256,
       maxBatch: config.initial.maxBatch,
-      hpaTargetUtilization: num('--hpa-target', f.hpaTarget, { gt: 0 }),
+      hpaTargetUtilization: num('--hpa-target', f.hpaTarget, { gt: 0, max: 1 }),
       kedaQueueDepthTarget: num('--keda-queue-target', f.kedaQueueTarget, { gt: 0 }),
       ...(f.kpaConcurrency !== undefined
         ? { kpaContainerConcurrency: num('--kpa-concurrency', f.kpaConcurrency, { gt: 0 }) }

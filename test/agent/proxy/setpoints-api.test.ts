@@ -179,6 +179,19 @@ describe('agent setpoints API (contract 2)', () => {
     })
     expect(bad.statusCode).toBe(400)
     expect(bad.json().message).toMatch(/upstreams\.0\.url/)
+    // None left: 503, with the request id like every other answer of the proxy's own.
+    const none = await app.inject({
+      method: 'PUT',
+      url: '/v1/upstreams',
+      headers: auth,
+      payload: { upstreams: [] },
+    })
+    expect(none.statusCode).toBe(200)
+    const refused = await fetch(`${base}/z`)
+    expect(refused.status).toBe(503)
+    expect(((await refused.json()) as { requestId?: string }).requestId).toBe(
+      refused.headers.get('x-request-id'),
+    )
   })
 
   it("puts the proxy's gauges and per-class counts in the reports, and says when setpoints go stale", async () => {

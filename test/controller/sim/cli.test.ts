@@ -123,6 +123,11 @@ describe('tailguard sim', () => {
     [['--pattern', 'sawtooth'], '--pattern: unknown pattern "sawtooth"'],
     [[...small, '--rps', '-5'], '--rps: expected a number > 0'],
     [[...small, '--noise', 'pink'], '--noise: expected none, exponential or lognormal:CV'],
+    [
+      [...small, '--min-replicas', '5', '--max-replicas', '2'],
+      '--min-replicas: 5 is more than --max-replicas 2',
+    ],
+    [[...small, '--policy', 'hpa', '--hpa-target', '7'], '--hpa-target: expected a number > 0 ≤ 1, got "7"'],
   ])('rejects bad input with a clear message (%#)', async (args, message) => {
     const { code, io } = await sim(args)
     expect(code).not.toBe(0)
