@@ -169,6 +169,8 @@ describe('tailguard controller and tailguard decisions from the CLI', () => {
     )
     const misspelled = await run(['controller', '-c', typo, '--db', join(dir, 'x.db')])
     expect(misspelled.code).toBe(2)
-    expect(misspelled.out).toContain(`${typo}:18: policy.tailguard.coldStartSecs: unknown field; did you mean "coldStartS"?`)
+    expect(misspelled.out).toContain(
+      `${typo}:18: policy.tailguard.coldStartSecs: unknown field; did you mean "coldStartS"?`,
+    )
   }, 60_000)
 })
