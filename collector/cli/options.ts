@@ -251,6 +251,24 @@ export async function listening<T>(claim: PortClaim, start: () => Promise<T>): P
  * @example await assertPortsFree([{ host: '127.0.0.1', port: 7070, flag: '--port' }])
  */
 export async function assertPortsFree(claims: readonly PortClaim[]): Promise<void> {
+  // Two of the command's own flags on one port (on one address, or one of them on all): say so, rather than
+  // call it taken by another process.
+  const any = (h: string) => h === '' || h === '0.0.0.0' || h === '::'
+  claims.forEach((claim, i) => {
+    const other = claims
+      .slice(0, i)
+      .find(
+        (o) =>
+          claim.port !== 0 &&
+          o.port === claim.port &&
+          (o.host === claim.host || any(o.host) || any(claim.host)),
+      )
+    if (other !== undefined)
+      throw new CliError(
+        `${claim.flag} ${claim.port} is the same port as ${other.flag}; give each its own port`,
+        2,
+      )
+  })
   for (const claim of claims) {
     if (claim.port === 0) continue
     await new Promise<void>((resolve, reject) => {

@@ -220,9 +220,14 @@ describe('what the machine refuses, as one line without a stack trace', () => {
         2,
         /^tailguard: --upstream needs --proxy-port/,
       ],
+      [
+        ['agent', '--otlp-port', '17190', '--otlp-grpc-port', '17190', '--no-nvml'],
+        2,
+        /^tailguard: --otlp-grpc-port 17190 is the same port as --otlp-port; give each its own port$/,
+      ],
     ]
     for (const [args, code, line] of cases) {
-      const r = await tailguard(args)
+      const r = await tailguard(args, { TAILGUARD_AGENT_TOKEN: 'agent-token-0123456789abcdef' })
       expect(r.code, args.join(' ')).toBe(code)
       expect(r.stderr.trim().split('\n')[0], args.join(' ')).toMatch(line)
       expect(r.stderr, args.join(' ')).not.toMatch(/^\s+at /m)
