@@ -1,3 +1,4 @@
+import { closestNames } from '../../collector/index.js'
 import type { ControllerTargetConfig } from '../../collector/index.js'
 import type { Policy } from '../policy.js'
 import { tailguardPolicy } from '../policies/tailguard/index.js'
@@ -41,8 +42,13 @@ export function createTargetPolicy(
       }) as Policy<unknown>,
     }
   }
-  if (!(BASELINE_POLICIES as readonly string[]).includes(name))
-    return { ok: false, error: `unknown policy '${name}' (choose one of ${LIVE_POLICIES.join(', ')})` }
+  if (!(BASELINE_POLICIES as readonly string[]).includes(name)) {
+    const near = closestNames(name, LIVE_POLICIES, 1)[0]
+    return {
+      ok: false,
+      error: `unknown policy '${name}'${near !== undefined ? `; did you mean '${near}'?` : ''} (choose one of ${LIVE_POLICIES.join(', ')})`,
+    }
+  }
   return {
     ok: true,
     policy: createBaselinePolicy(name as BaselinePolicyName, {

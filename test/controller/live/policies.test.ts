@@ -81,4 +81,12 @@ describe('createTargetPolicy with the policy.tailguard section', () => {
     const capped = run({ minReplicas: 9 }).filter((a) => a.kind === 'scale')
     expect(capped.at(-1)).toMatchObject({ desiredReplicas: 4 })
   })
+
+  it('names the policy a misspelt name meant', () => {
+    expect(createTargetPolicy('aimdd', target, {})).toEqual({
+      ok: false,
+      error:
+        "unknown policy 'aimdd'; did you mean 'aimd'? (choose one of tailguard, static, hpa, keda, kpa, aimd)",
+    })
+  })
 })
