@@ -250,7 +250,14 @@ export const registerStart: RegisterCommand = (program, io) => {
       }
       const log = makeLogger(flags.logLevel, cfg.log.format)
       // Everything that can fail fast does so before anything starts: the demo trace, then the ports.
-      const demoArrivals = cfg.start.demo ? loadDemoArrivals(cfg.start.demoTrace) : null
+      const demoArrivals = cfg.start.demo
+        ? loadDemoArrivals(
+            cfg.start.demoTrace,
+            flags.demoTrace !== undefined
+              ? '--demo-trace'
+              : `${flags.config ?? 'config file'}: start.demoTrace`,
+          )
+        : null
       const collectorPort = { host: cfg.collector.host, port: cfg.collector.port, flag: '--port' }
       const otlpPort = { host: cfg.agent.otlp.host, port: cfg.agent.otlp.port, flag: '--otlp-port' }
       const grpcPort = otlpGrpcPortOf(cfg.agent)
@@ -543,7 +550,10 @@ function unsavedData(dataDir: string, storeFile: string | null, storeIno: number
  * The demo's LLM arrivals: the given trace, else the Azure conversation trace the package ships. A missing or
  * unreadable file is an error (never a silent fallback to made-up arrivals).
  */
-function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; source: string } {
+function loadDemoArrivals(
+  tracePath: string | null,
+  setBy: string,
+): { arrivals: DemoArrival[]; source: string } {
   const shipped = shippedTracePath()
   const path = tracePath ?? shipped
   let text: string
@@ -554,7 +564,7 @@ function loadDemoArrivals(tracePath: string | null): { arrivals: DemoArrival[]; 
     throw new CliError(
       tracePath === null
         ? `the demo trace shipped with tailguard is missing: ${path} (${code}); restore it (git checkout -- controller/sim/traces), give --demo-trace FILE, or run with --no-demo`
-        : `--demo-trace ${path}: cannot read (${code})`,
+        : `${setBy} ${path}: cannot read (${code})`,
     )
   }
   const parsed = parseAzureTrace(text)

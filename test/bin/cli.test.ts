@@ -226,6 +226,21 @@ describe('what the machine refuses, as one line without a stack trace', () => {
         /^tailguard: --otlp-grpc-port 17190 is the same port as --otlp-port; give each its own port$/,
       ],
     ]
+    const cfg = join(dir, 'demo.yaml')
+    writeFileSync(cfg, `version: 1\nstart:\n  demoTrace: ${join(dir, 'gone.csv')}\n`)
+    const start = ['start', '--data-dir', join(dir, 'data'), '--port', '0', '--otlp-port', '0', '--no-keda']
+    cases.push(
+      [
+        [...start, '--demo-trace', join(dir, 'gone.csv')],
+        2,
+        /^tailguard: --demo-trace .*gone\.csv: cannot read \(ENOENT\)$/,
+      ],
+      [
+        [...start, '-c', cfg],
+        2,
+        /^tailguard: .*demo\.yaml: start\.demoTrace .*gone\.csv: cannot read \(ENOENT\)$/,
+      ],
+    )
     for (const [args, code, line] of cases) {
       const r = await tailguard(args, { TAILGUARD_AGENT_TOKEN: 'agent-token-0123456789abcdef' })
       expect(r.code, args.join(' ')).toBe(code)
