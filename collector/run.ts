@@ -79,8 +79,7 @@ export async function runCollector(
   if (c.slos) {
     const loaded = await slos.useFiles(c.slos)
     if (!loaded.ok) {
-      // useFiles watches the path even when the first load fails; stop() closes the watcher, which would
-      // otherwise keep the process alive after the error.
+      // Nothing is watched after a failed first load; stop() ends the engine's timers all the same.
       await slos.stop()
       await store.close()
       throw new CliError(`invalid SLO definitions:\n${formatProblems(loaded.problems)}`)

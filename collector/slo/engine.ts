@@ -414,12 +414,12 @@ export function createSloEngine(opts: SloEngineOptions) {
     return latest.get(name)
   }
 
-  async function reloadFiles(path: string): Promise<SloLoadResult> {
+  async function reloadFiles(path: string, first = false): Promise<SloLoadResult> {
     const r = await loadSloFiles(path)
     if (r.ok) {
       fileSlos = [...r.slos]
       logger.info({ path, slos: r.slos.length }, 'SLO definitions loaded')
-    } else
+    } else if (!first)
       logger.error(
         { path, problems: formatProblems(r.problems) },
         'SLO definitions invalid; keeping the previous ones',
@@ -438,11 +438,14 @@ export function createSloEngine(opts: SloEngineOptions) {
     },
     /**
      * Loads SLOs from a file or folder (either format) and reloads them when it changes. An invalid
-     * reload is logged and the previous definitions stay in force; the first load's result is returned.
+     * reload is logged and the previous definitions stay in force; the first load's result is returned (not
+     * logged: the caller reports it), and after a failed first load nothing is watched.
      */
     async useFiles(path: string): Promise<SloLoadResult> {
-      const r = await reloadFiles(path)
+      const r = await reloadFiles(path, true)
       watcher?.close()
+      watcher = undefined
+      if (!r.ok) return r
       let debounce: NodeJS.Timeout | undefined
       try {
         watcher = watch(path, () => {

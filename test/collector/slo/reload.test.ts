@@ -47,4 +47,27 @@ describe('SLO files on disk', () => {
     expect(engine.get('chat')!.slo.objective).toBe(0.995)
     await engine.stop()
   })
+
+  it('leaves a failed first load to its caller: nothing logged, nothing watched', async () => {
+    tdb = await openDb('sqlite')
+    dir = await mkdtemp(join(tmpdir(), 'tg-slo-watch-'))
+    const errors: string[] = []
+    const warnings: string[] = []
+    const engine = createSloEngine({
+      source: new FunctionSource(() => undefined),
+      db: tdb.db,
+      logger: {
+        info() {},
+        warn: (_o, msg) => void warnings.push(msg ?? ''),
+        error: (_o, msg) => void errors.push(msg ?? ''),
+      },
+    })
+    // A path that does not exist: before, the error was logged here and again by the CLI, and watching it
+    // logged a third time with a stack trace.
+    const first = await engine.useFiles(join(dir, 'missing.yaml'))
+    expect(first.ok).toBe(false)
+    expect(errors).toEqual([])
+    expect(warnings).toEqual([])
+    await engine.stop()
+  })
 })
