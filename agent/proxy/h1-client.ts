@@ -315,9 +315,11 @@ class Conn {
       const end = buf.indexOf('\r\n\r\n', from, 'latin1')
       if (end < 0) {
         // A head that cannot end well (a bare LF, say, where a CRLF is due) fails now, not at the timeout; a CR
-        // at the very end may still get its LF.
+        // at the very end may still get its LF. Only what earlier reads did not check is scanned (a head sent
+        // a byte at a time stays linear), from a CR before it if there is one (its LF is not bare).
         const upTo = buf[buf.length - 1] === 0x0d ? buf.length - 1 : buf.length
-        if (BAD_HEAD.test(buf.toString('latin1', 0, upTo))) {
+        const at = from > 0 && buf[from - 1] === 0x0d ? from - 1 : from
+        if (BAD_HEAD.test(buf.toString('latin1', at, upTo))) {
           this.#bad(job, 'response head holds NUL or a bare CR or LF')
           return -1
         }
