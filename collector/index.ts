@@ -127,6 +127,7 @@ export {
   intArg,
   numberArg,
   listening,
+  LOG_LEVELS,
   loadConfig,
   makeLogger,
   portArg,

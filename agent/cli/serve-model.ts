@@ -1,5 +1,13 @@
 import { Option } from 'commander'
-import { CliError, intArg, listening, makeLogger, portArg, untilSignal } from '../../collector/index.js'
+import {
+  CliError,
+  intArg,
+  listening,
+  LOG_LEVELS,
+  makeLogger,
+  portArg,
+  untilSignal,
+} from '../../collector/index.js'
 import type { RegisterCommand } from '../../collector/index.js'
 import { buildModelServer, MODEL_SERVER_DEFAULTS } from '../model-server/server.js'
 
@@ -43,11 +51,7 @@ export const registerServeModel: RegisterCommand = (program, io) => {
       d.batching.maxBatch,
     )
     .option('--max-running <n>', 'sequences generating at once', intArg('--max-running', 1), d.maxRunning)
-    .addOption(
-      new Option('--log-level <level>', 'log level')
-        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-        .default('info'),
-    )
+    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .addHelpText(
       'after',
       '\nWhen TAILGUARD_MODEL_ADMIN_TOKEN is set, /v1/batching needs it as a bearer token.\nExample: tailguard serve-model --port 8000 --window-ms 5 --max-batch 16',

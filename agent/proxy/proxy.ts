@@ -190,6 +190,20 @@ class ProxyResponse extends ServerResponse<IncomingMessage> {
   exchange: Exchange | null = null
 }
 
+/**
+ * Adds the header names a `Connection` header value lists (lowercase) to `into`; the plain `keep-alive` and
+ * `close` (nearly every request and response) allocate nothing.
+ *
+ * @example connectionNames('keep-alive, X-Internal-Auth', null) // ['keep-alive', 'x-internal-auth']
+ */
+function connectionNames(value: string, into: string[] | null): string[] | null {
+  const v = value.toLowerCase()
+  if (v === 'keep-alive' || v === 'close') return into
+  const names = into ?? []
+  for (const t of v.split(',')) names.push(t.trim())
+  return names
+}
+
 /** A client connection closed before its response was complete: abort the upstream request. */
 function onResponseClose(this: ProxyResponse): void {
   const ex = this.exchange
@@ -261,9 +275,7 @@ class Exchange implements UpstreamHandler {
     const out: string[] = []
     let named: string[] | null = null
     for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i] !== 'connection') continue
-      const v = headers[i + 1]!.toLowerCase()
-      if (v !== 'keep-alive' && v !== 'close') (named ??= []).push(...v.split(',').map((t) => t.trim()))
+      if (headers[i] === 'connection') named = connectionNames(headers[i + 1]!, named)
     }
     for (let i = 0; i < headers.length; i += 2) {
       const k = headers[i]!
@@ -746,12 +758,8 @@ class ProxyImpl implements Proxy {
     let connectionTokens: string[] | null = null
     for (let i = 0; i < raw.length; i += 2) {
       const k = raw[i]!.toLowerCase()
-      if (k === 'connection') {
-        // Headers it names are hop-by-hop too (RFC 9110 §7.6.1), one token or a list, on one line or several.
-        const v = raw[i + 1]!.toLowerCase()
-        if (v !== 'keep-alive' && v !== 'close')
-          for (const t of v.split(',')) (connectionTokens ??= []).push(t.trim())
-      }
+      // Headers it names are hop-by-hop too (RFC 9110 §7.6.1), one token or a list, on one line or several.
+      if (k === 'connection') connectionTokens = connectionNames(raw[i + 1]!, connectionTokens)
       if (HOP_BY_HOP.has(k)) continue
       headers.push(raw[i]!, raw[i + 1]!)
     }

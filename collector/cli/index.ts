@@ -6,6 +6,7 @@ export {
   intArg,
   numberArg,
   listening,
+  LOG_LEVELS,
   loadConfig,
   makeLogger,
   portArg,

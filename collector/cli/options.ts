@@ -10,6 +10,9 @@ import type { LineSink } from './log-format.js'
 import { ConfigInvalid } from '../errors.js'
 import { CliError } from './command.js'
 
+/** The levels `--log-level` takes (pino's, and `silent`). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
 /** Parses a flag value as an integer port, naming the flag in the error. */
 export function portArg(flag: string) {
   return (value: string): number => {
@@ -63,11 +66,7 @@ export function withCommonOptions(cmd: Command, defaultLogLevel = 'info'): Comma
       '-c, --config <file>',
       'YAML config file (see the README); flags override it, environment variables override the file',
     )
-    .addOption(
-      new Option('--log-level <level>', 'log level')
-        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-        .default(defaultLogLevel),
-    )
+    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default(defaultLogLevel))
     .addOption(
       new Option(
         '--log-format <format>',
@@ -255,14 +254,10 @@ export async function assertPortsFree(claims: readonly PortClaim[]): Promise<voi
   // call it taken by another process.
   const any = (h: string) => h === '' || h === '0.0.0.0' || h === '::'
   claims.forEach((claim, i) => {
+    if (claim.port === 0) return
     const other = claims
       .slice(0, i)
-      .find(
-        (o) =>
-          claim.port !== 0 &&
-          o.port === claim.port &&
-          (o.host === claim.host || any(o.host) || any(claim.host)),
-      )
+      .find((o) => o.port === claim.port && (o.host === claim.host || any(o.host) || any(claim.host)))
     if (other !== undefined)
       throw new CliError(
         `${claim.flag} ${claim.port} is the same port as ${other.flag}; give each its own port`,

@@ -419,7 +419,6 @@ export function resolveConfig(input: {
   if (!merged.agent.node) merged.agent.node = hostname()
   if (!merged.agent.id) merged.agent.id = merged.agent.node
   const file = input.fileName ?? '(flags and environment)'
-  const env_ = env as Record<string, string | undefined>
   const problems = [
     ...schemaProblems(CollectorSection, merged.collector, file, () => null).map((p) => ({
       ...p,
@@ -458,11 +457,11 @@ export function resolveConfig(input: {
   }
   const named = problems.map((p) => {
     const m = /^collector\.(apiTokens|agentTokens)\.(\d+)\.token$/.exec(p.field)
-    const env = m ? tokenSource(m[1] as 'apiTokens' | 'agentTokens', Number(m[2])) : undefined
-    if (env) return { ...p, file: '(environment)', field: env }
+    const tokenVariable = m ? tokenSource(m[1] as 'apiTokens' | 'agentTokens', Number(m[2])) : undefined
+    if (tokenVariable) return { ...p, file: '(environment)', field: tokenVariable }
     if (fromFlags(p.field)) return { ...p, file: '(flags)', line: null }
     const variable = ENV_FIELDS[p.field]
-    if (variable !== undefined && env_[variable])
+    if (variable !== undefined && env[variable])
       return { ...p, file: '(environment)', field: variable, line: null }
     return p
   })

@@ -10,7 +10,6 @@ import type { ControllerTables, DecisionTable } from './tables.js'
 /** `observe`: decide and store, change nothing. `enforce`: apply the decisions through the actuators. */
 export type ControllerMode = 'observe' | 'enforce'
 
-/** What happened to a decision's actions. */
 /**
  * What became of a decision: `pending` while its actuators run; `applied`, `failed` or `skipped` once known;
  * `unknown` when its leader stopped between storing it and recording the outcome (it may have reached the

@@ -168,7 +168,7 @@ function parseTimestamp(s: string): number | undefined {
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
   const base = Date.UTC(+m[1]!, month - 1, day, hour, minute, 0)
   if (new Date(base).getUTCDate() !== day) return undefined
-  const ms = base + +m[6]! * 1000 + frac
+  const ms = base + second * 1000 + frac
   if (!Number.isFinite(ms)) return undefined
   cachedPrefix = s.slice(0, 16)
   cachedBaseMs = base
